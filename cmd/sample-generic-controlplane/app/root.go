@@ -1,0 +1,119 @@
+// Package app is the command line of sample-generic-controlplane: flags in,
+// the controlplane library out.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/rest"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/cli/globalflag"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/term"
+	"k8s.io/component-base/version/verflag"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane"
+)
+
+func init() {
+	utilruntime.Must(logsapi.AddFeatureGates(utilfeature.DefaultMutableFeatureGate))
+}
+
+// processStart approximates when the process started, for the time-to-ready figure.
+var processStart = time.Now()
+
+// NewCommand returns the root command: with no subcommand it runs the
+// all-in-one control plane.
+func NewCommand() *cobra.Command {
+	opts := controlplane.NewOptions()
+	cmd := &cobra.Command{
+		Use:   "sample-generic-controlplane",
+		Short: "A Kubernetes-style control plane without the container domain",
+		Long: `sample-generic-controlplane serves the generic Kubernetes APIs (namespaces, configmaps,
+secrets, service accounts, events, RBAC, leases, admission configuration, flow control,
+CRDs and APIServices) on an embedded etcd, in one process.
+
+With no flags it keeps everything under --data-dir, listens on 127.0.0.1:6443 and writes
+an admin kubeconfig that it prints when ready.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			// Loopback clients must not log the warnings they cause themselves.
+			rest.SetDefaultWarningHandler(rest.NoWarnings{})
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			verflag.PrintAndExitIfRequested()
+			if err := logsapi.ValidateAndApply(opts.ControlPlane.Logs, utilfeature.DefaultFeatureGate); err != nil {
+				return err
+			}
+			cliflag.PrintFlags(cmd.Flags())
+			return run(genericapiserver.SetupSignalContext(), opts, cmd.OutOrStdout())
+		},
+	}
+
+	var fss cliflag.NamedFlagSets
+	opts.AddFlags(&fss)
+	verflag.AddFlags(fss.FlagSet("global"))
+	globalflag.AddGlobalFlags(fss.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
+	for _, fs := range fss.FlagSets {
+		cmd.Flags().AddFlagSet(fs)
+	}
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
+
+	cmd.AddCommand(newVersionCommand())
+	return cmd
+}
+
+func run(ctx context.Context, opts *controlplane.Options, out io.Writer) error {
+	completed, err := opts.Complete(ctx)
+	if err != nil {
+		return err
+	}
+	server, err := newServer(ctx, completed)
+	if err != nil {
+		completed.Release()
+		return err
+	}
+	go func() {
+		select {
+		case <-server.Ready():
+			printReady(out, server, time.Since(processStart))
+		case <-ctx.Done():
+		}
+	}()
+	return server.Run(ctx)
+}
+
+func newServer(ctx context.Context, completed controlplane.CompletedOptions) (*controlplane.Server, error) {
+	if errs := completed.Validate(); len(errs) != 0 {
+		return nil, utilerrors.NewAggregate(errs)
+	}
+	config, err := controlplane.NewConfig(ctx, completed)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := config.Complete()
+	if err != nil {
+		return nil, err
+	}
+	return cc.New()
+}
+
+func printReady(out io.Writer, server *controlplane.Server, took time.Duration) {
+	fmt.Fprintf(out, "\nsample-generic-controlplane is ready (%.2fs)\n", took.Seconds())
+	fmt.Fprintf(out, "  API server: %s\n", server.URL())
+	fmt.Fprintf(out, "  data dir:   %s\n", server.DataDir())
+	fmt.Fprintf(out, "\n  export KUBECONFIG=%s\n\n", server.KubeconfigPath())
+}

@@ -1,0 +1,25 @@
+// sample-generic-controlplane is a Kubernetes-style control plane without the
+// container domain: the generic APIs on an embedded etcd, in one process.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	_ "k8s.io/component-base/logs/json/register"          // --logging-format=json
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics
+	_ "k8s.io/component-base/metrics/prometheus/version"  // build info metric
+	"k8s.io/klog/v2"
+
+	"sigs.k8s.io/sample-generic-controlplane/cmd/sample-generic-controlplane/app"
+)
+
+func main() {
+	if err := app.NewCommand().Execute(); err != nil {
+		klog.Flush()
+		// One line a person can act on: no stack, no log decoration.
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		os.Exit(1)
+	}
+	klog.Flush()
+}

@@ -1,0 +1,218 @@
+// Package bootstrap creates, on a control plane's first start, the credentials
+// it needs (certificate authorities, serving and client certificates, the
+// service-account signing key, the admin kubeconfig) and reuses them on every
+// later start.
+package bootstrap
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"slices"
+	"time"
+
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
+)
+
+const (
+	// leafValidity is how long issued serving and client certificates last.
+	leafValidity = 365 * 24 * time.Hour
+	// renewBefore is how close to expiry a certificate is reissued at start.
+	renewBefore = 30 * 24 * time.Hour
+)
+
+// Authority is a certificate authority whose key lives on disk beside its certificate.
+type Authority struct {
+	Cert     *x509.Certificate
+	Key      crypto.Signer
+	CertFile string
+	KeyFile  string
+}
+
+// CertPEM returns the PEM encoding of the authority's certificate.
+func (a *Authority) CertPEM() []byte { return encodeCertPEM(a.Cert) }
+
+// loadOrCreateAuthority reads the CA from certFile/keyFile, or creates a new
+// one named commonName when neither exists.
+func loadOrCreateAuthority(certFile, keyFile, commonName string) (*Authority, error) {
+	a := &Authority{CertFile: certFile, KeyFile: keyFile}
+	cert, key, err := loadPair(certFile, keyFile)
+	switch {
+	case err == nil:
+		a.Cert, a.Key = cert, key
+		return a, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	key, err = newKey()
+	if err != nil {
+		return nil, err
+	}
+	cert, err = certutil.NewSelfSignedCACert(certutil.Config{CommonName: commonName}, key)
+	if err != nil {
+		return nil, fmt.Errorf("creating CA %q: %w", commonName, err)
+	}
+	if err := writePair(certFile, keyFile, cert, key); err != nil {
+		return nil, err
+	}
+	a.Cert, a.Key = cert, key
+	return a, nil
+}
+
+// leafSpec describes a certificate the authority issues.
+type leafSpec struct {
+	commonName   string
+	organization []string
+	dnsNames     []string
+	ips          []net.IP
+	usages       []x509.ExtKeyUsage
+}
+
+// issue signs a new certificate for a new key.
+func (a *Authority) issue(spec leafSpec) (*x509.Certificate, crypto.Signer, error) {
+	key, err := newKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return nil, nil, fmt.Errorf("generating serial number: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: spec.commonName, Organization: spec.organization},
+		DNSNames:     spec.dnsNames,
+		IPAddresses:  spec.ips,
+		// Backdate a little so a clock that is slightly behind still accepts it.
+		NotBefore:   now.Add(-5 * time.Minute).UTC(),
+		NotAfter:    now.Add(leafValidity).UTC(),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: spec.usages,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.Cert, key.Public(), a.Key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("signing certificate for %q: %w", spec.commonName, err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cert, key, nil
+}
+
+// IssueClientCertificate returns a PEM certificate and key that authenticate
+// as user in groups to a server trusting this authority.
+func (a *Authority) IssueClientCertificate(user string, groups []string) (certPEM, keyPEM []byte, err error) {
+	cert, key, err := a.issue(leafSpec{commonName: user, organization: groups, usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err = keyutil.MarshalPrivateKeyToPEM(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return encodeCertPEM(cert), keyPEM, nil
+}
+
+// ensureLeaf reuses the certificate in certFile when this authority signed it,
+// it is not close to expiry and it covers spec; otherwise it issues a new one.
+func (a *Authority) ensureLeaf(certFile, keyFile string, spec leafSpec) error {
+	cert, _, err := loadPair(certFile, keyFile)
+	if err == nil && a.stillValid(cert, spec) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	cert, key, err := a.issue(spec)
+	if err != nil {
+		return err
+	}
+	return writePair(certFile, keyFile, cert, key)
+}
+
+func (a *Authority) stillValid(cert *x509.Certificate, spec leafSpec) bool {
+	if cert.CheckSignatureFrom(a.Cert) != nil || time.Until(cert.NotAfter) < renewBefore {
+		return false
+	}
+	if cert.Subject.CommonName != spec.commonName || !slices.Equal(cert.Subject.Organization, spec.organization) {
+		return false
+	}
+	for _, name := range spec.dnsNames {
+		if !slices.Contains(cert.DNSNames, name) {
+			return false
+		}
+	}
+	for _, ip := range spec.ips {
+		if !slices.ContainsFunc(cert.IPAddresses, ip.Equal) {
+			return false
+		}
+	}
+	return true
+}
+
+// newKey returns an ECDSA P-256 key: as strong as RSA-3072 for TLS and
+// service-account tokens, and a thousand times faster to generate, which is
+// what keeps the first start short.
+func newKey() (crypto.Signer, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating key: %w", err)
+	}
+	return key, nil
+}
+
+func loadPair(certFile, keyFile string) (*x509.Certificate, crypto.Signer, error) {
+	certs, err := certutil.CertsFromFile(certFile)
+	if err != nil {
+		if _, statErr := os.Stat(certFile); errors.Is(statErr, os.ErrNotExist) {
+			return nil, nil, statErr
+		}
+		return nil, nil, fmt.Errorf("reading certificate %s: %w", certFile, err)
+	}
+	keyAny, err := keyutil.PrivateKeyFromFile(keyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading key %s (beside %s): %w", keyFile, certFile, err)
+	}
+	key, ok := keyAny.(crypto.Signer)
+	if !ok {
+		return nil, nil, fmt.Errorf("key %s cannot sign", keyFile)
+	}
+	return certs[0], key, nil
+}
+
+func writePair(certFile, keyFile string, cert *x509.Certificate, key crypto.Signer) error {
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
+	if err != nil {
+		return err
+	}
+	// The key first: a certificate without its key on disk would be
+	// reused at the next start and fail there.
+	if err := writeFileAtomic(keyFile, keyPEM, 0o600); err != nil {
+		return err
+	}
+	return writeFileAtomic(certFile, encodeCertPEM(cert), 0o644)
+}
+
+func encodeCertPEM(cert *x509.Certificate) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: certutil.CertificateBlockType, Bytes: cert.Raw})
+}
+
+func encodePublicKeyPEM(key crypto.PublicKey) ([]byte, error) {
+	der, err := x509.MarshalPKIXPublicKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("encoding public key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
+}

@@ -1,0 +1,329 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	cliflag "k8s.io/component-base/cli/flag"
+	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
+	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
+	authzmodes "k8s.io/kubernetes/pkg/kubeapiserver/authorizer/modes"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
+	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
+)
+
+const (
+	// DefaultSecurePort is where the API is served unless --secure-port says otherwise.
+	DefaultSecurePort = 6443
+	// DefaultBindAddress keeps the API on loopback unless asked otherwise.
+	DefaultBindAddress = "127.0.0.1"
+	// DefaultServiceAccountIssuer is the "iss" of tokens this control plane issues.
+	DefaultServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+
+	// maxUnixSocketPath is what a sockaddr_un holds on Linux, less the NUL.
+	maxUnixSocketPath = 107
+)
+
+// Options are everything a control plane is configured with: the upstream
+// generic apiserver options plus our own.
+type Options struct {
+	// ControlPlane are the generic kube-apiserver options
+	// (k8s.io/kubernetes/pkg/controlplane/apiserver/options), with the
+	// defaults of a local, safe control plane.
+	ControlPlane *cpoptions.Options
+
+	// DataDir holds etcd's data, the PKI and admin.kubeconfig.
+	DataDir string
+	// TLSSANs are extra DNS names and IPs for the serving certificate.
+	TLSSANs []string
+	// EmbeddedEtcd tunes the etcd member started when no --etcd-servers are given.
+	EmbeddedEtcd EmbeddedEtcdOptions
+}
+
+// EmbeddedEtcdOptions tune the in-process etcd member.
+type EmbeddedEtcdOptions struct {
+	QuotaBackendBytes int64
+	LogLevel          string
+}
+
+// NewOptions returns options with the defaults of the binary: embedded etcd,
+// loopback only, RBAC, certificates under the default data dir.
+func NewOptions() *Options {
+	// The upstream generic sample's options already switch off the
+	// admission plugins that need pods or nodes and read service accounts
+	// without them; we start from there.
+	cp := genericserver.NewOptions()
+	cp.SecureServing.BindAddress = net.ParseIP(DefaultBindAddress)
+	cp.SecureServing.BindPort = DefaultSecurePort
+	cp.SecureServing.ServerCert.CertDirectory = ""
+	cp.Authorization.Modes = []string{authzmodes.ModeRBAC}
+	cp.Etcd.StorageConfig.Transport.ServerList = nil
+	return &Options{
+		ControlPlane: cp,
+		DataDir:      DefaultDataDir(),
+		EmbeddedEtcd: EmbeddedEtcdOptions{
+			QuotaBackendBytes: embeddedetcd.DefaultQuotaBackendBytes,
+			LogLevel:          "warn",
+		},
+	}
+}
+
+// DefaultDataDir is $XDG_DATA_HOME/sample-generic-controlplane, falling back
+// to ~/.local/share/sample-generic-controlplane.
+func DefaultDataDir() string {
+	if dir := os.Getenv("XDG_DATA_HOME"); dir != "" {
+		return filepath.Join(dir, "sample-generic-controlplane")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "sample-generic-controlplane")
+	}
+	return ".sample-generic-controlplane"
+}
+
+// AddFlags adds the upstream flag sets and ours, each in its named section.
+func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
+	o.ControlPlane.AddFlags(fss)
+
+	fs := fss.FlagSet("control plane")
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory holding the embedded etcd data (etcd/), the certificates and keys (pki/) and admin.kubeconfig. Created with mode 0700. Defaults to $XDG_DATA_HOME/sample-generic-controlplane or ~/.local/share/sample-generic-controlplane.")
+	fs.StringSliceVar(&o.TLSSANs, "tls-san", o.TLSSANs, "Extra DNS names or IP addresses for the generated serving certificate, beside localhost, 127.0.0.1, ::1 and --bind-address.")
+
+	efs := fss.FlagSet("embedded etcd")
+	efs.Int64Var(&o.EmbeddedEtcd.QuotaBackendBytes, "embedded-etcd-quota-bytes", o.EmbeddedEtcd.QuotaBackendBytes, "Size in bytes at which the embedded etcd database stops accepting writes. Ignored with --etcd-servers.")
+	efs.StringVar(&o.EmbeddedEtcd.LogLevel, "embedded-etcd-log-level", o.EmbeddedEtcd.LogLevel, "Log level of the embedded etcd: debug, info, warn or error. Ignored with --etcd-servers.")
+}
+
+// Embedded reports whether the control plane runs its own etcd member.
+func (o *Options) Embedded() bool {
+	return len(o.ControlPlane.Etcd.StorageConfig.Transport.ServerList) == 0
+}
+
+// validate checks our own options before anything is written to disk.
+func (o *Options) validate() error {
+	var errs []error
+	if o.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir must not be empty; write e.g. --data-dir=$HOME/.local/share/sample-generic-controlplane"))
+	}
+	if o.EmbeddedEtcd.QuotaBackendBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--embedded-etcd-quota-bytes must be positive, got %d; write e.g. --embedded-etcd-quota-bytes=%d", o.EmbeddedEtcd.QuotaBackendBytes, embeddedetcd.DefaultQuotaBackendBytes))
+	}
+	for _, server := range o.ControlPlane.Etcd.StorageConfig.Transport.ServerList {
+		if err := validateEtcdServer(server); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, san := range o.TLSSANs {
+		if net.ParseIP(san) == nil && len(validation.IsDNS1123Subdomain(san)) > 0 && len(validation.IsWildcardDNS1123Subdomain(san)) > 0 {
+			errs = append(errs, fmt.Errorf("--tls-san %q is neither an IP address nor a DNS name; write e.g. --tls-san=cp.example.com or --tls-san=192.0.2.10", san))
+		}
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+func validateEtcdServer(server string) error {
+	u, err := url.Parse(server)
+	hint := "write e.g. --etcd-servers=https://127.0.0.1:2379, or leave it empty for the embedded etcd"
+	if err != nil {
+		return fmt.Errorf("--etcd-servers: %q is not a URL (%v); %s", server, err, hint)
+	}
+	switch u.Scheme {
+	case "http", "https":
+		if u.Host == "" {
+			return fmt.Errorf("--etcd-servers: %q has no host; %s", server, hint)
+		}
+		if _, port, err := net.SplitHostPort(u.Host); err == nil {
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				return fmt.Errorf("--etcd-servers: %q has an invalid port %q; %s", server, port, hint)
+			}
+		}
+	case "unix", "unixs":
+		if u.Host+u.Path == "" {
+			return fmt.Errorf("--etcd-servers: %q names no socket; %s", server, hint)
+		}
+	default:
+		return fmt.Errorf("--etcd-servers: %q must start with https://, http://, unix:// or unixs://; %s", server, hint)
+	}
+	return nil
+}
+
+// CompletedOptions are options with every default filled in and the data
+// dir prepared. They hold the lock on the data dir until the Server started
+// from them stops, or until Release is called.
+type CompletedOptions struct {
+	*completedOptions
+}
+
+type completedOptions struct {
+	ControlPlane cpoptions.CompletedOptions
+	DataDir      string
+	PKI          *bootstrap.PKI
+	// EtcdSocket is the embedded etcd's client socket; empty with external etcd.
+	EtcdSocket   string
+	EmbeddedEtcd EmbeddedEtcdOptions
+
+	lock *dataDirLock
+	// cleanups run at Release, e.g. removing a socket dir outside the data dir.
+	cleanups []func()
+}
+
+// KubeconfigPath is where the admin kubeconfig is written.
+func (c *completedOptions) KubeconfigPath() string {
+	return filepath.Join(c.DataDir, "admin.kubeconfig")
+}
+
+func (c *completedOptions) addCleanup(f func()) { c.cleanups = append(c.cleanups, f) }
+
+// Release stops the embedded etcd and unlocks the data dir. Server.Run does it when it returns; call it
+// yourself only when you complete options but never run a server from them.
+func (c *completedOptions) Release() {
+	for _, cleanup := range slices.Backward(c.cleanups) {
+		cleanup()
+	}
+	c.cleanups = nil
+	c.lock.release()
+}
+
+// Complete validates our options, locks and prepares the data dir, creates
+// or loads the PKI and fills the upstream options with it. The upstream
+// options need the certificate and key files to exist when they are
+// completed, which is why the PKI is written here, as upstream's
+// MaybeDefaultWithSelfSignedCerts does in its Complete.
+func (o *Options) Complete(ctx context.Context) (CompletedOptions, error) {
+	if err := o.validate(); err != nil {
+		return CompletedOptions{}, err
+	}
+	dataDir, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return CompletedOptions{}, fmt.Errorf("--data-dir %q: %w", o.DataDir, err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return CompletedOptions{}, fmt.Errorf("--data-dir %s cannot be created (%v); choose a writable directory", dataDir, unwrapPathError(err))
+	}
+	lock, err := lockDataDir(dataDir)
+	if err != nil {
+		return CompletedOptions{}, err
+	}
+	c := &completedOptions{DataDir: dataDir, EmbeddedEtcd: o.EmbeddedEtcd, lock: lock}
+	if err := o.complete(ctx, c); err != nil {
+		c.Release()
+		return CompletedOptions{}, err
+	}
+	return CompletedOptions{c}, nil
+}
+
+func (o *Options) complete(ctx context.Context, c *completedOptions) error {
+	cp := o.ControlPlane
+	pki, err := bootstrap.EnsurePKI(filepath.Join(c.DataDir, "pki"), o.servingHosts())
+	if err != nil {
+		return fmt.Errorf("preparing certificates in %s: %w", c.DataDir, err)
+	}
+	c.PKI = pki
+
+	if o.Embedded() {
+		socket, cleanup, err := etcdSocketPath(c.DataDir)
+		if err != nil {
+			return err
+		}
+		if cleanup != nil {
+			c.cleanups = append(c.cleanups, cleanup)
+		}
+		c.EtcdSocket = socket
+		cp.Etcd.StorageConfig.Transport.ServerList = []string{"unix://" + socket}
+	}
+
+	serving := &cp.SecureServing.ServerCert.CertKey
+	if serving.CertFile == "" && serving.KeyFile == "" {
+		serving.CertFile, serving.KeyFile = pki.ServingCertFile, pki.ServingKeyFile
+	}
+	authn := cp.Authentication
+	if authn.ClientCert.ClientCA == "" {
+		authn.ClientCert.ClientCA = pki.CA.CertFile
+	}
+	if authn.RequestHeader.ClientCAFile == "" {
+		authn.RequestHeader.ClientCAFile = pki.FrontProxyCA.CertFile
+		authn.RequestHeader.AllowedNames = []string{bootstrap.FrontProxyClientName}
+		authn.RequestHeader.UsernameHeaders = []string{"X-Remote-User"}
+		authn.RequestHeader.UIDHeaders = []string{"X-Remote-Uid"}
+		authn.RequestHeader.GroupHeaders = []string{"X-Remote-Group"}
+		authn.RequestHeader.ExtraHeaderPrefixes = []string{"X-Remote-Extra-"}
+	}
+	if cp.ProxyClientCertFile == "" && cp.ProxyClientKeyFile == "" {
+		cp.ProxyClientCertFile, cp.ProxyClientKeyFile = pki.ProxyClientCertFile, pki.ProxyClientKeyFile
+	}
+	if cp.ServiceAccountSigningEndpoint == "" && cp.ServiceAccountSigningKeyFile == "" {
+		cp.ServiceAccountSigningKeyFile = pki.ServiceAccountKeyFile
+		if len(authn.ServiceAccounts.KeyFiles) == 0 {
+			authn.ServiceAccounts.KeyFiles = []string{pki.ServiceAccountPublicKeyFile}
+		}
+	}
+	if len(authn.ServiceAccounts.Issuers) == 0 {
+		authn.ServiceAccounts.Issuers = []string{DefaultServiceAccountIssuer}
+	}
+	// RBAC is our default mode; an authorization config file replaces
+	// modes altogether, and upstream refuses both at once.
+	if cp.Authorization.AuthorizationConfigurationFile != "" && slices.Equal(cp.Authorization.Modes, []string{authzmodes.ModeRBAC}) {
+		cp.Authorization.Modes = nil
+	}
+
+	completed, err := cp.Complete(ctx, nil, nil)
+	if err != nil {
+		return err
+	}
+	c.ControlPlane = completed
+	return nil
+}
+
+// servingHosts are the names the serving certificate is valid for.
+func (o *Options) servingHosts() []string {
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if bind := o.ControlPlane.SecureServing.BindAddress; bind != nil && !bind.IsUnspecified() {
+		hosts = append(hosts, bind.String())
+	} else if hostname, err := os.Hostname(); err == nil {
+		// Listening on every interface: other machines reach us by name.
+		hosts = append(hosts, hostname)
+	}
+	for _, san := range o.TLSSANs {
+		if !slices.Contains(hosts, san) {
+			hosts = append(hosts, san)
+		}
+	}
+	return hosts
+}
+
+// etcdSocketPath places the embedded etcd's socket in <data-dir>/run, or, when
+// that path is too long for a unix socket, in a private temporary directory
+// that the returned cleanup removes.
+func etcdSocketPath(dataDir string) (string, func(), error) {
+	socket := filepath.Join(dataDir, "run", "etcd.sock")
+	if len(socket) <= maxUnixSocketPath {
+		return socket, nil, nil
+	}
+	dir, err := os.MkdirTemp("", "sgcp-etcd-")
+	if err != nil {
+		return "", nil, fmt.Errorf("creating a directory for the etcd socket: %w", err)
+	}
+	return filepath.Join(dir, "etcd.sock"), func() { os.RemoveAll(dir) }, nil //nolint:errcheck // best effort
+}
+
+// Validate runs the upstream validation of the completed options.
+func (c CompletedOptions) Validate() []error {
+	return c.ControlPlane.Validate()
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+	}
+	return err
+}

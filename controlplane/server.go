@@ -1,0 +1,126 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
+)
+
+// readyPollInterval is how often Run asks /readyz until the server is ready.
+const readyPollInterval = 20 * time.Millisecond
+
+// Server is a control plane that is configured but not necessarily running.
+type Server struct {
+	config *completedConfig
+	ready  chan struct{}
+	url    string
+}
+
+// New wires a server from its configuration. It has no side effects: etcd
+// starts and the APIs are installed only in Run.
+func (c CompletedConfig) New() (*Server, error) {
+	ss := c.Options.ControlPlane.SecureServing
+	host := "127.0.0.1"
+	if ss.BindAddress != nil && !ss.BindAddress.IsUnspecified() {
+		host = ss.BindAddress.String()
+	}
+	return &Server{
+		config: c.completedConfig,
+		ready:  make(chan struct{}),
+		url:    "https://" + net.JoinHostPort(host, strconv.Itoa(ss.BindPort)),
+	}, nil
+}
+
+// URL is where the API is served.
+func (s *Server) URL() string { return s.url }
+
+// KubeconfigPath is the admin kubeconfig, written by Run before it serves.
+func (s *Server) KubeconfigPath() string { return s.config.Options.KubeconfigPath() }
+
+// DataDir is the resolved data directory.
+func (s *Server) DataDir() string { return s.config.Options.DataDir }
+
+// Ready is closed once /readyz succeeds: every API is installed and every
+// post-start hook has finished.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// AdminRESTConfig returns a client configuration that authenticates as the
+// admin (system:masters) and verifies the server against the CA. It is
+// valid once Run has written the kubeconfig.
+func (s *Server) AdminRESTConfig() (*rest.Config, error) {
+	return clientcmd.BuildConfigFromFlags("", s.KubeconfigPath())
+}
+
+// Run writes the admin kubeconfig, serves the APIs and blocks until ctx is
+// done. On the way out the API server drains in-flight requests first, then
+// the embedded etcd closes, then the data dir is unlocked, so the next start
+// finds a clean member.
+func (s *Server) Run(ctx context.Context) error {
+	opts := s.config.Options
+	defer opts.Release()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	if etcd := s.config.EmbeddedEtcd; etcd != nil {
+		go func() {
+			select {
+			case err := <-etcd.Err():
+				cancel(fmt.Errorf("embedded etcd failed: %w", err))
+			case <-etcd.Stopped():
+				cancel(errors.New("embedded etcd stopped unexpectedly"))
+			case <-ctx.Done():
+			}
+		}()
+	}
+
+	if err := bootstrap.EnsureAdminKubeconfig(s.KubeconfigPath(), s.url, opts.PKI); err != nil {
+		return fmt.Errorf("writing admin kubeconfig: %w", err)
+	}
+
+	chain, err := genericserver.CreateServerChain(s.config.APIs)
+	if err != nil {
+		return err
+	}
+	prepared, err := chain.PrepareRun()
+	if err != nil {
+		return fmt.Errorf("preparing the API servers: %w", err)
+	}
+	go s.signalReady(ctx)
+
+	runErr := prepared.Run(ctx)
+	klog.FromContext(ctx).V(1).Info("API servers stopped; stopping storage")
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return runErr
+}
+
+// signalReady closes s.ready once /readyz answers 200 over the loopback connection.
+func (s *Server) signalReady(ctx context.Context) {
+	client, err := kubernetes.NewForConfig(s.config.APIs.ControlPlane.Generic.LoopbackClientConfig)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot watch readiness")
+		return
+	}
+	err = wait.PollUntilContextCancel(ctx, readyPollInterval, true, func(ctx context.Context) (bool, error) {
+		var code int
+		client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&code)
+		return code == http.StatusOK, nil
+	})
+	if err == nil {
+		close(s.ready)
+	}
+}

@@ -1,0 +1,251 @@
+// Package embeddedetcd runs a single etcd member inside the current process.
+//
+// The member is reachable by nobody but its owner: clients talk to it over a
+// unix socket whose directory is private to the user running the process, and
+// the peer listener (which a one-member cluster never dials, but etcd always
+// opens) listens on loopback only and demands client certificates signed by
+// the peer CA.
+package embeddedetcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
+)
+
+// DefaultQuotaBackendBytes is the size at which etcd raises its NOSPACE alarm
+// and refuses writes: 8 GiB, etcd's documented maximum recommendation.
+const DefaultQuotaBackendBytes int64 = 8 << 30
+
+// DefaultReadyTimeout bounds how long WaitReady waits for the member to serve.
+const DefaultReadyTimeout = 60 * time.Second
+
+// Config describes one embedded etcd member.
+type Config struct {
+	// DataDir holds the member's WAL and database. It is created with mode 0700.
+	DataDir string
+	// SocketPath is the unix socket clients connect to. Its directory must be
+	// private (0700): the socket is not protected by TLS, only by the
+	// filesystem. See ClientSocketDir.
+	SocketPath string
+	// PeerCertFile, PeerKeyFile and PeerTrustedCAFile secure the peer
+	// listener on loopback with mutual TLS.
+	PeerCertFile      string
+	PeerKeyFile       string
+	PeerTrustedCAFile string
+	// QuotaBackendBytes is the database size at which etcd stops accepting writes.
+	QuotaBackendBytes int64
+	// ReadyTimeout bounds WaitReady.
+	ReadyTimeout time.Duration
+	// LogLevel of etcd's own zap logger ("warn" unless set).
+	LogLevel string
+}
+
+// Server is a running embedded etcd member.
+type Server struct {
+	cfg       Config
+	etcd      *embed.Etcd
+	closeOnce sync.Once
+	closing   *atomic.Bool
+	stopped   chan struct{}
+}
+
+// Start starts the member and returns without waiting for it to be ready;
+// call WaitReady before using it. It fails at once when the configuration is
+// invalid or the listeners cannot be opened.
+func Start(cfg Config) (*Server, error) {
+	if cfg.DataDir == "" || cfg.SocketPath == "" {
+		return nil, errors.New("embedded etcd: DataDir and SocketPath are required")
+	}
+	if cfg.QuotaBackendBytes == 0 {
+		cfg.QuotaBackendBytes = DefaultQuotaBackendBytes
+	}
+	if cfg.ReadyTimeout == 0 {
+		cfg.ReadyTimeout = DefaultReadyTimeout
+	}
+	if cfg.LogLevel == "" {
+		cfg.LogLevel = "warn"
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("embedded etcd: creating data dir: %w", err)
+	}
+	if err := ensurePrivateDir(filepath.Dir(cfg.SocketPath)); err != nil {
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	}
+	// A socket left by a process that was killed would make listen fail with
+	// "address already in use". The data dir lock held by our caller
+	// guarantees no live member owns it.
+	if err := os.Remove(cfg.SocketPath); err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("embedded etcd: removing stale socket: %w", err)
+	}
+
+	closing := new(atomic.Bool)
+	ecfg, err := cfg.etcdConfig(closing)
+	if err != nil {
+		return nil, err
+	}
+	e, err := embed.StartEtcd(ecfg)
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd: starting member in %s: %w", cfg.DataDir, err)
+	}
+	s := &Server{cfg: cfg, etcd: e, closing: closing, stopped: make(chan struct{})}
+	go func() {
+		<-e.Server.StopNotify()
+		close(s.stopped)
+	}()
+	return s, nil
+}
+
+func (cfg Config) etcdConfig(closing *atomic.Bool) (*embed.Config, error) {
+	ecfg := embed.NewConfig()
+	ecfg.Name = "embedded"
+	ecfg.Dir = cfg.DataDir
+	ecfg.QuotaBackendBytes = cfg.QuotaBackendBytes
+	// NewConfig leaves this at zero (only etcd's flag parsing defaults it),
+	// which would log every request as slow.
+	ecfg.WarningUnaryRequestDuration = embed.DefaultWarningUnaryRequestDuration
+	ecfg.LogLevel = cfg.LogLevel
+	logger, err := newLogger(cfg.LogLevel, closing)
+	if err != nil {
+		return nil, err
+	}
+	ecfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logger)
+
+	ecfg.ListenClientUrls = []url.URL{{Scheme: "unix", Path: cfg.SocketPath}}
+	// etcd insists that advertised URLs carry a host:port even for a unix
+	// socket. Nobody dials them in a one-member cluster; the path still
+	// names the socket in "etcdctl member list".
+	ecfg.AdvertiseClientUrls = []url.URL{{Scheme: "unix", Host: "localhost:0", Path: cfg.SocketPath}}
+
+	// etcd always opens a peer listener. Port 0 lets the kernel choose a free
+	// loopback port; a one-member cluster never dials its own peer URL, so
+	// the advertised port is only recorded in membership.
+	peer := url.URL{Scheme: "https", Host: "127.0.0.1:0"}
+	ecfg.ListenPeerUrls = []url.URL{peer}
+	ecfg.AdvertisePeerUrls = []url.URL{peer}
+	ecfg.InitialCluster = ecfg.InitialClusterFromName(ecfg.Name)
+	ecfg.PeerTLSInfo.CertFile = cfg.PeerCertFile
+	ecfg.PeerTLSInfo.KeyFile = cfg.PeerKeyFile
+	ecfg.PeerTLSInfo.TrustedCAFile = cfg.PeerTrustedCAFile
+	ecfg.PeerTLSInfo.ClientCertAuth = true
+	if cfg.PeerCertFile == "" {
+		// Without certificates nobody can complete a handshake: etcd
+		// generates throwaway self-signed ones and still requires
+		// client certificates.
+		ecfg.PeerAutoTLS = true
+		ecfg.SelfSignedCertValidity = 1
+	}
+	// Metrics stay on the client socket; no other listener is opened.
+	ecfg.ListenMetricsUrls = nil
+	return ecfg, nil
+}
+
+// ClientURL is the endpoint to give to etcd clients, e.g. --etcd-servers.
+func (s *Server) ClientURL() string {
+	return (&url.URL{Scheme: "unix", Path: s.cfg.SocketPath}).String()
+}
+
+// Ready is closed once the member has joined its cluster and serves requests.
+func (s *Server) Ready() <-chan struct{} { return s.etcd.Server.ReadyNotify() }
+
+// Stopped is closed once the member has stopped, through Close or a failure.
+func (s *Server) Stopped() <-chan struct{} { return s.stopped }
+
+// Err reports fatal errors of the member's listeners.
+func (s *Server) Err() <-chan error { return s.etcd.Err() }
+
+// WaitReady blocks until the member serves, then defragments its database
+// when more than half of the file is free space. It fails when the member
+// reports an error, stops, ctx ends or the ready timeout passes.
+func (s *Server) WaitReady(ctx context.Context) error {
+	timer := time.NewTimer(s.cfg.ReadyTimeout)
+	defer timer.Stop()
+	select {
+	case <-s.Ready():
+	case err := <-s.Err():
+		return fmt.Errorf("embedded etcd in %s failed before becoming ready: %w", s.cfg.DataDir, err)
+	case <-s.Stopped():
+		return fmt.Errorf("embedded etcd in %s stopped before becoming ready", s.cfg.DataDir)
+	case <-timer.C:
+		return fmt.Errorf("embedded etcd in %s was not ready after %s; is the disk very slow or the data dir damaged?", s.cfg.DataDir, s.cfg.ReadyTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.defragmentIfFragmented(ctx)
+}
+
+// defragmentIfFragmented returns free pages to the filesystem when more than
+// half of the database file is unused. Compaction (which kube-apiserver does
+// every few minutes) frees pages inside the file but never shrinks it.
+func (s *Server) defragmentIfFragmented(ctx context.Context) error {
+	be := s.etcd.Server.Backend()
+	size, inUse := be.Size(), be.SizeInUse()
+	if size == 0 || inUse*2 >= size {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	start := time.Now()
+	if err := be.Defrag(); err != nil {
+		return fmt.Errorf("embedded etcd: defragmenting %s: %w", s.cfg.DataDir, err)
+	}
+	logger.Info("Defragmented embedded etcd database", "sizeBefore", size, "sizeInUse", inUse, "sizeAfter", be.Size(), "duration", time.Since(start))
+	return nil
+}
+
+// DBSize returns the size of the database file and the part of it in use.
+func (s *Server) DBSize() (size, inUse int64) {
+	be := s.etcd.Server.Backend()
+	return be.Size(), be.SizeInUse()
+}
+
+// Close stops the member gracefully, flushing its WAL and database so the
+// next start needs no recovery. It is safe to call more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.closing.Store(true)
+		s.etcd.Close()
+		<-s.stopped
+	})
+}
+
+func ensurePrivateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating socket dir: %w", err)
+	}
+	// MkdirAll keeps an existing directory's mode; tighten it.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("restricting socket dir %s to its owner: %w", dir, err)
+	}
+	return nil
+}
+
+func newLogger(level string, closing *atomic.Bool) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd: log level %q: %w", level, err)
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(lvl)
+	zc.Encoding = "console"
+	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	zc.Sampling = nil
+	zc.DisableStacktrace = true
+	zc.DisableCaller = true
+	zc.OutputPaths = []string{"stderr"}
+	zc.ErrorOutputPaths = []string{"stderr"}
+	return zc.Build(
+		zap.Fields(zap.String("component", "embedded-etcd")),
+		zap.WrapCore(func(core zapcore.Core) zapcore.Core { return &closeNoiseFilter{Core: core, closing: closing} }),
+	)
+}
