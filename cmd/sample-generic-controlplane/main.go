@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	_ "k8s.io/component-base/logs/json/register"          // --logging-format=json
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics
 	_ "k8s.io/component-base/metrics/prometheus/version"  // build info metric
@@ -15,7 +16,10 @@ import (
 )
 
 func main() {
-	if err := app.NewCommand().Execute(); err != nil {
+	// The first SIGTERM or SIGINT drains and stops the control plane; a
+	// second one exits at once.
+	ctx := genericapiserver.SetupSignalContext()
+	if err := app.NewCommand().ExecuteContext(ctx); err != nil {
 		klog.Flush()
 		// One line a person can act on: no stack, no log decoration.
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	genericapiserver "k8s.io/apiserver/pkg/server"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/rest"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -32,7 +31,8 @@ func init() {
 var processStart = time.Now()
 
 // NewCommand returns the root command: with no subcommand it runs the
-// all-in-one control plane.
+// all-in-one control plane until the command's context is done (main passes
+// one that ends on SIGTERM or SIGINT).
 func NewCommand() *cobra.Command {
 	opts := controlplane.NewOptions()
 	cmd := &cobra.Command{
@@ -58,7 +58,7 @@ an admin kubeconfig that it prints when ready.`,
 				return err
 			}
 			cliflag.PrintFlags(cmd.Flags())
-			return run(genericapiserver.SetupSignalContext(), opts, cmd.OutOrStdout())
+			return run(cmd.Context(), opts, cmd.OutOrStdout())
 		},
 	}
 
