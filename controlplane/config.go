@@ -6,8 +6,10 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/klog/v2"
 	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
 
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
@@ -52,19 +54,24 @@ func NewConfig(ctx context.Context, opts CompletedOptions) (*Config, error) {
 		opts.addCleanup(func() { listener.Close() }) //nolint:errcheck // closed twice after serving
 	}
 
+	logger := klog.FromContext(ctx)
 	var etcd *embeddedetcd.Server
 	if opts.EtcdSocket != "" {
+		start := time.Now()
 		var err error
 		if etcd, err = startEmbeddedEtcd(ctx, opts); err != nil {
 			return nil, err
 		}
 		opts.addCleanup(etcd.Close)
+		logger.V(1).Info("Embedded etcd is ready", "socket", opts.EtcdSocket, "duration", time.Since(start))
 	}
 
+	start := time.Now()
 	apis, err := genericserver.NewConfig(opts.ControlPlane)
 	if err != nil {
 		return nil, fmt.Errorf("configuring the API servers: %w", err)
 	}
+	logger.V(1).Info("API servers configured", "duration", time.Since(start))
 	return &Config{Options: opts, APIs: apis, EmbeddedEtcd: etcd}, nil
 }
 

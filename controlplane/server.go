@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
-	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
 )
@@ -90,7 +89,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("writing admin kubeconfig: %w", err)
 	}
 
-	chain, err := genericserver.CreateServerChain(s.config.APIs)
+	chain, err := createServerChain(s.config.APIs)
 	if err != nil {
 		return err
 	}

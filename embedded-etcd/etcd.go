@@ -112,6 +112,12 @@ func (cfg Config) etcdConfig(closing *atomic.Bool) (*embed.Config, error) {
 	ecfg.Name = "embedded"
 	ecfg.Dir = cfg.DataDir
 	ecfg.QuotaBackendBytes = cfg.QuotaBackendBytes
+	// A restarted member stays follower for a randomised election timeout
+	// (one to ten ticks) before it elects itself: with etcd's 100 ms tick
+	// that is up to a second of start-up. A one-member cluster has no peers
+	// to send heartbeats to or to wait for, so short ticks cost nothing.
+	ecfg.TickMs = 10
+	ecfg.ElectionMs = 100
 	// NewConfig leaves this at zero (only etcd's flag parsing defaults it),
 	// which would log every request as slow.
 	ecfg.WarningUnaryRequestDuration = embed.DefaultWarningUnaryRequestDuration

@@ -1,0 +1,69 @@
+package controlplane
+
+import (
+	"fmt"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/util/notfoundhandler"
+	"k8s.io/client-go/kubernetes"
+	aggregatorapiserver "k8s.io/kube-aggregator/pkg/apiserver"
+	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
+	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
+	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
+)
+
+// createServerChain wires the servers as upstream's generic sample does
+// (apiextensions → generic native APIs → aggregator), with our storage
+// providers in place of some of upstream's.
+func createServerChain(config genericserver.CompletedConfig) (*aggregatorapiserver.APIAggregator, error) {
+	// 1. CRDs
+	notFoundHandler := notfoundhandler.New(config.ControlPlane.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey)
+	apiExtensionsServer, err := config.APIExtensions.New(genericapiserver.NewEmptyDelegateWithCustomHandler(notFoundHandler))
+	if err != nil {
+		return nil, fmt.Errorf("creating apiextensions-apiserver: %w", err)
+	}
+	crdAPIEnabled := config.APIExtensions.GenericConfig.MergedResourceConfig.ResourceEnabled(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
+
+	// 2. Natively implemented resources
+	nativeAPIs, err := config.ControlPlane.New("sample-generic-controlplane", apiExtensionsServer.GenericAPIServer)
+	if err != nil {
+		return nil, fmt.Errorf("creating the generic control plane apiserver: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(config.ControlPlane.Generic.LoopbackClientConfig)
+	if err != nil {
+		return nil, err
+	}
+	providers, err := storageProviders(config, client)
+	if err != nil {
+		return nil, err
+	}
+	if err := nativeAPIs.InstallAPIs(providers...); err != nil {
+		return nil, fmt.Errorf("installing APIs: %w", err)
+	}
+
+	// 3. Aggregator for APIServices, discovery and OpenAPI
+	aggregator, err := controlplaneapiserver.CreateAggregatorServer(config.Aggregator, nativeAPIs.GenericAPIServer,
+		apiExtensionsServer.Informers.Apiextensions().V1().CustomResourceDefinitions(), crdAPIEnabled,
+		controlplaneapiserver.DefaultGenericAPIServicePriorities())
+	if err != nil {
+		return nil, fmt.Errorf("creating kube-aggregator: %w", err)
+	}
+	return aggregator, nil
+}
+
+// storageProviders are upstream's generic storage providers, with the RBAC
+// one given a bootstrap hook that does not sleep before its first attempt.
+func storageProviders(config genericserver.CompletedConfig, client kubernetes.Interface) ([]controlplaneapiserver.RESTStorageProvider, error) {
+	providers, err := config.ControlPlane.GenericStorageProviders(client.Discovery())
+	if err != nil {
+		return nil, fmt.Errorf("creating storage providers: %w", err)
+	}
+	for i, p := range providers {
+		if rbac, ok := p.(rbacrest.RESTStorageProvider); ok {
+			providers[i] = rbacStorage{RESTStorageProvider: rbac}
+		}
+	}
+	return providers, nil
+}
