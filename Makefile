@@ -20,6 +20,7 @@ LDFLAGS := -X $(MODULE)/controlplane.version=$(VERSION) \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION)))
 TEST_TIMEOUT ?= 25m
 ARGS ?=
+BENCH_ARGS ?=
 
 .PHONY: all build kubectl run test test-unit test-e2e verify bench clean
 
@@ -44,8 +45,12 @@ verify:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
+# The anchor: the upstream generic sample and etcd, built from our module graph.
 bench: build
-	SGCP_BINARY=$(BINARY) ./hack/bench/startup.sh
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/anchor-apiserver k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic
+	$(GO) build -o $(BIN)/anchor-etcd go.etcd.io/etcd/server/v3
+	$(GO) run ./hack/bench/startup -binary $(BINARY) \
+		-anchor-apiserver $(BIN)/anchor-apiserver -anchor-etcd $(BIN)/anchor-etcd $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BIN)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -119,7 +120,12 @@ func (s *Server) signalReady(ctx context.Context) {
 		client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&code)
 		return code == http.StatusOK, nil
 	})
-	if err == nil {
-		close(s.ready)
+	if err != nil {
+		return
 	}
+	close(s.ready)
+	// Start-up builds the OpenAPI documents and bootstraps policy, which
+	// leaves tens of megabytes of garbage behind. The runtime would hand
+	// it back to the OS only slowly; do it once, now that the burst is over.
+	debug.FreeOSMemory()
 }

@@ -1,0 +1,292 @@
+// Command startup measures time to ready and idle memory of
+// sample-generic-controlplane beside its anchor: the upstream generic sample
+// apiserver (k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic)
+// with a separately started etcd (go.etcd.io/etcd/server/v3), both built
+// from this module's graph. Each figure is the median of -runs runs,
+// measured in the same invocation so that machine noise hits both sides.
+//
+//	go run ./hack/bench/startup -binary bin/sample-generic-controlplane \
+//	    -anchor-apiserver bin/anchor-apiserver -anchor-etcd bin/anchor-etcd
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	binary := flag.String("binary", "bin/sample-generic-controlplane", "sample-generic-controlplane binary")
+	anchorAPIServer := flag.String("anchor-apiserver", "bin/anchor-apiserver", "upstream generic sample apiserver binary")
+	anchorEtcd := flag.String("anchor-etcd", "bin/anchor-etcd", "etcd binary")
+	runs := flag.Int("runs", 5, "runs per figure; medians are reported")
+	idle := flag.Duration("idle", 15*time.Second, "how long a ready server idles before its RSS is read")
+	flag.Parse()
+
+	var ours, anchor results
+	for i := range *runs {
+		fmt.Fprintf(os.Stderr, "run %d/%d\n", i+1, *runs)
+		if err := measureOurs(*binary, *idle, &ours); err != nil {
+			fail(err)
+		}
+		if err := measureAnchor(*anchorAPIServer, *anchorEtcd, *idle, &anchor); err != nil {
+			fail(err)
+		}
+	}
+	fmt.Printf("\nstart-up and idle memory, median of %d runs (min-max)\n\n", *runs)
+	fmt.Printf("%-28s %22s %22s %8s\n", "figure", "sample-generic-cp", "anchor (sample+etcd)", "ratio")
+	row("first start to ready (s)", ours.first, anchor.first, seconds)
+	row("restart to ready (s)", ours.restart, anchor.restart, seconds)
+	row("idle RSS (MB)", ours.rss, anchor.rss, megabytes)
+}
+
+type results struct {
+	first, restart, rss []float64
+}
+
+func seconds(v float64) string   { return fmt.Sprintf("%.3f", v) }
+func megabytes(v float64) string { return fmt.Sprintf("%.0f", v) }
+
+func row(name string, ours, anchor []float64, format func(float64) string) {
+	cell := func(v []float64) string {
+		return fmt.Sprintf("%s (%s-%s)", format(median(v)), format(slices.Min(v)), format(slices.Max(v)))
+	}
+	fmt.Printf("%-28s %22s %22s %8.2f\n", name, cell(ours), cell(anchor), median(ours)/median(anchor))
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
+
+// measureOurs starts the binary on a fresh data dir, stops it, starts it
+// again on the same data dir and reads its RSS after idling.
+func measureOurs(binary string, idle time.Duration, r *results) error {
+	dir, err := os.MkdirTemp("", "bench-sgcp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir) //nolint:errcheck
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	args := []string{"--data-dir=" + dir, "--secure-port=" + strconv.Itoa(port)}
+	for i, into := range []*[]float64{&r.first, &r.restart} {
+		start := time.Now()
+		p, err := startProcess(binary, args, filepath.Join(dir, fmt.Sprintf("log-%d", i)))
+		if err != nil {
+			return err
+		}
+		if err := waitReady(port, p, 60*time.Second); err != nil {
+			p.kill()
+			return fmt.Errorf("sample-generic-controlplane: %w", err)
+		}
+		*into = append(*into, time.Since(start).Seconds())
+		if into == &r.restart {
+			time.Sleep(idle) // the figure is memory at rest
+			r.rss = append(r.rss, rssMB(p.cmd.Process.Pid))
+		}
+		if err := p.stop(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measureAnchor does the same with etcd started first, then the upstream
+// sample apiserver against it. Time runs from etcd's exec to the
+// apiserver's readiness: what a user waits for.
+func measureAnchor(apiserver, etcd string, idle time.Duration, r *results) error {
+	dir, err := os.MkdirTemp("", "bench-anchor-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir) //nolint:errcheck
+	keyFile := filepath.Join(dir, "sa.key")
+	if err := writeECKey(keyFile); err != nil {
+		return err
+	}
+	ports := make([]int, 3)
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return err
+		}
+	}
+	clientURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	etcdArgs := []string{
+		"--data-dir=" + filepath.Join(dir, "etcd"), "--name=default",
+		"--listen-client-urls=" + clientURL, "--advertise-client-urls=" + clientURL,
+		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=default=" + peerURL, "--log-level=warn",
+	}
+	apiArgs := []string{
+		"--etcd-servers=" + clientURL, "--secure-port=" + strconv.Itoa(ports[2]), "--bind-address=127.0.0.1",
+		"--cert-dir=" + filepath.Join(dir, "certs"),
+		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + keyFile,
+		"--service-account-signing-key-file=" + keyFile,
+		// Same authorization as ours; it also lets the anonymous probe read /readyz.
+		"--authorization-mode=RBAC",
+	}
+	for i, into := range []*[]float64{&r.first, &r.restart} {
+		start := time.Now()
+		e, err := startProcess(etcd, etcdArgs, filepath.Join(dir, fmt.Sprintf("etcd-log-%d", i)))
+		if err != nil {
+			return err
+		}
+		a, err := startProcess(apiserver, apiArgs, filepath.Join(dir, fmt.Sprintf("apiserver-log-%d", i)))
+		if err != nil {
+			e.kill()
+			return err
+		}
+		if err := waitReady(ports[2], a, 60*time.Second); err != nil {
+			a.kill()
+			e.kill()
+			return fmt.Errorf("anchor: %w", err)
+		}
+		*into = append(*into, time.Since(start).Seconds())
+		if into == &r.restart {
+			time.Sleep(idle)
+			r.rss = append(r.rss, rssMB(a.cmd.Process.Pid)+rssMB(e.cmd.Process.Pid))
+		}
+		if err := a.stop(); err != nil {
+			e.kill()
+			return err
+		}
+		if err := e.stop(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type process struct {
+	cmd  *exec.Cmd
+	done chan error
+	log  string
+}
+
+func startProcess(path string, args []string, logFile string) (*process, error) {
+	log, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close() //nolint:errcheck
+		return nil, fmt.Errorf("starting %s: %w", path, err)
+	}
+	p := &process{cmd: cmd, done: make(chan error, 1), log: logFile}
+	go func() {
+		p.done <- cmd.Wait()
+		log.Close() //nolint:errcheck
+	}()
+	return p, nil
+}
+
+func (p *process) stop() error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(60 * time.Second):
+		p.kill()
+		return fmt.Errorf("%s did not stop within 60s after SIGTERM", p.cmd.Path)
+	}
+}
+
+func (p *process) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// waitReady polls /readyz every 5 ms. The probe skips certificate
+// verification: it measures readiness on loopback, it does not authenticate
+// the server, and the anchor's certificate is self-signed.
+func waitReady(port int, p *process, timeout time.Duration) error {
+	client := &http.Client{
+		Timeout:   time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // see above
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", port)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close() //nolint:errcheck
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-p.done:
+			return fmt.Errorf("exited before ready (%v); log: %s", err, p.log)
+		case <-ctx.Done():
+			return fmt.Errorf("not ready after %s; log: %s", timeout, p.log)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func rssMB(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close() //nolint:errcheck
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func writeECKey(path string) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
+}
