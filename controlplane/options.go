@@ -292,12 +292,14 @@ func (o *Options) servingHosts() []string {
 		// Listening on every interface: other machines reach us by name.
 		hosts = append(hosts, hostname)
 	}
-	for _, san := range o.TLSSANs {
-		if !slices.Contains(hosts, san) {
-			hosts = append(hosts, san)
+	hosts = append(hosts, o.TLSSANs...)
+	var unique []string
+	for _, h := range hosts {
+		if !slices.Contains(unique, h) {
+			unique = append(unique, h)
 		}
 	}
-	return hosts
+	return unique
 }
 
 // etcdSocketPath places the embedded etcd's socket in <data-dir>/run, or, when
@@ -308,11 +310,19 @@ func etcdSocketPath(dataDir string) (string, func(), error) {
 	if len(socket) <= maxUnixSocketPath {
 		return socket, nil, nil
 	}
-	dir, err := os.MkdirTemp("", "sgcp-etcd-")
-	if err != nil {
-		return "", nil, fmt.Errorf("creating a directory for the etcd socket: %w", err)
+	// $TMPDIR may itself be long; /tmp is short everywhere we run.
+	for _, parent := range []string{os.TempDir(), "/tmp"} {
+		dir, err := os.MkdirTemp(parent, "sgcp-etcd-")
+		if err != nil {
+			return "", nil, fmt.Errorf("creating a directory for the etcd socket: %w", err)
+		}
+		socket := filepath.Join(dir, "etcd.sock")
+		if len(socket) <= maxUnixSocketPath {
+			return socket, func() { os.RemoveAll(dir) }, nil //nolint:errcheck // best effort
+		}
+		os.RemoveAll(dir) //nolint:errcheck
 	}
-	return filepath.Join(dir, "etcd.sock"), func() { os.RemoveAll(dir) }, nil //nolint:errcheck // best effort
+	return "", nil, fmt.Errorf("--data-dir %s is too long for the embedded etcd's unix socket (at most %d bytes with /run/etcd.sock) and no short temporary directory is available; choose a shorter --data-dir", dataDir, maxUnixSocketPath)
 }
 
 // Validate runs the upstream validation of the completed options.

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 )
@@ -43,22 +44,35 @@ type Authority struct {
 func (a *Authority) CertPEM() []byte { return encodeCertPEM(a.Cert) }
 
 // loadOrCreateAuthority reads the CA from certFile/keyFile, or creates a new
-// one named commonName when neither exists.
+// one named commonName when neither exists. When only one of the two files
+// exists it fails: replacing a CA would silently invalidate every
+// certificate and kubeconfig it ever signed.
 func loadOrCreateAuthority(certFile, keyFile, commonName string) (*Authority, error) {
 	a := &Authority{CertFile: certFile, KeyFile: keyFile}
-	cert, key, err := loadPair(certFile, keyFile)
-	switch {
-	case err == nil:
+	certExists, keyExists := fileExists(certFile), fileExists(keyFile)
+	if certExists != keyExists {
+		present, missing := certFile, keyFile
+		if keyExists {
+			present, missing = keyFile, certFile
+		}
+		return nil, fmt.Errorf("CA %s exists but %s is missing: restore it, or remove both to create a new CA (which invalidates every certificate and kubeconfig it signed)", present, missing)
+	}
+	if certExists {
+		cert, key, err := loadPair(certFile, keyFile)
+		if err != nil {
+			return nil, err
+		}
+		if !publicKeysEqual(cert.PublicKey, key.Public()) {
+			return nil, fmt.Errorf("CA certificate %s does not belong to key %s", certFile, keyFile)
+		}
 		a.Cert, a.Key = cert, key
 		return a, nil
-	case !errors.Is(err, os.ErrNotExist):
-		return nil, err
 	}
-	key, err = newKey()
+	key, err := newKey()
 	if err != nil {
 		return nil, err
 	}
-	cert, err = certutil.NewSelfSignedCACert(certutil.Config{CommonName: commonName}, key)
+	cert, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: commonName}, key)
 	if err != nil {
 		return nil, fmt.Errorf("creating CA %q: %w", commonName, err)
 	}
@@ -126,16 +140,17 @@ func (a *Authority) IssueClientCertificate(user string, groups []string) (certPE
 }
 
 // ensureLeaf reuses the certificate in certFile when this authority signed it,
-// it is not close to expiry and it covers spec; otherwise it issues a new one.
+// it is not close to expiry, it covers spec and keyFile holds its key;
+// otherwise it issues a new one.
 func (a *Authority) ensureLeaf(certFile, keyFile string, spec leafSpec) error {
-	cert, _, err := loadPair(certFile, keyFile)
-	if err == nil && a.stillValid(cert, spec) {
+	cert, key, err := loadPair(certFile, keyFile)
+	if err == nil && a.stillValid(cert, spec) && publicKeysEqual(cert.PublicKey, key.Public()) {
 		return nil
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	cert, key, err := a.issue(spec)
+	cert, key, err = a.issue(spec)
 	if err != nil {
 		return err
 	}
@@ -146,7 +161,8 @@ func (a *Authority) stillValid(cert *x509.Certificate, spec leafSpec) bool {
 	if cert.CheckSignatureFrom(a.Cert) != nil || time.Until(cert.NotAfter) < renewBefore {
 		return false
 	}
-	if cert.Subject.CommonName != spec.commonName || !slices.Equal(cert.Subject.Organization, spec.organization) {
+	// The encoding sorts the organizations; compare them as sets.
+	if cert.Subject.CommonName != spec.commonName || !sets.New(cert.Subject.Organization...).Equal(sets.New(spec.organization...)) {
 		return false
 	}
 	for _, name := range spec.dnsNames {
@@ -203,6 +219,16 @@ func writePair(certFile, keyFile string, cert *x509.Certificate, key crypto.Sign
 		return err
 	}
 	return writeFileAtomic(certFile, encodeCertPEM(cert), 0o644)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func publicKeysEqual(a, b crypto.PublicKey) bool {
+	ka, ok := a.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && ka.Equal(b)
 }
 
 func encodeCertPEM(cert *x509.Certificate) []byte {

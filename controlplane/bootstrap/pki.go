@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/x509"
 	"errors"
@@ -121,12 +122,14 @@ func ensureServiceAccountKey(keyFile, pubFile string) error {
 	default:
 		return fmt.Errorf("reading service-account key %s: %w", keyFile, err)
 	}
-	if _, err := os.Stat(pubFile); err == nil {
-		return nil
-	}
+	// The public key is always derived from the private one, so a
+	// replaced sa.key never leaves a stale sa.pub that rejects new tokens.
 	pubPEM, err := encodePublicKeyPEM(key.Public())
 	if err != nil {
 		return err
+	}
+	if existing, err := os.ReadFile(pubFile); err == nil && bytes.Equal(existing, pubPEM) {
+		return nil
 	}
 	return writeFileAtomic(pubFile, pubPEM, 0o644)
 }

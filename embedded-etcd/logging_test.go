@@ -1,0 +1,104 @@
+package embeddedetcd
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+func TestCloseNoiseFilter(t *testing.T) {
+	closedConn := errors.New("accept tcp 127.0.0.1:2380: use of closed network connection")
+	cases := []struct {
+		name    string
+		closing bool
+		fields  []zap.Field
+		wantLog bool
+	}{
+		{name: "closed connection while closing", closing: true, fields: []zap.Field{zap.Error(closedConn)}},
+		{name: "wrapped closed connection while closing", closing: true, fields: []zap.Field{zap.Error(fmt.Errorf("serving: %w", closedConn))}},
+		{name: "http server closed while closing", closing: true, fields: []zap.Field{zap.Error(http.ErrServerClosed)}},
+		{name: "grpc Server closed while closing", closing: true, fields: []zap.Field{zap.Error(errors.New("grpc: Server closed"))}},
+		{name: "closed connection among other fields", closing: true, fields: []zap.Field{zap.String("address", "127.0.0.1:2380"), zap.Error(closedConn)}},
+		{name: "named error field", closing: true, fields: []zap.Field{zap.NamedError("serve-error", closedConn)}},
+
+		{name: "closed connection while running", closing: false, fields: []zap.Field{zap.Error(closedConn)}, wantLog: true},
+		{name: "http server closed while running", closing: false, fields: []zap.Field{zap.Error(http.ErrServerClosed)}, wantLog: true},
+		{name: "other error while closing", closing: true, fields: []zap.Field{zap.Error(errors.New("mvcc: database space exceeded"))}, wantLog: true},
+		{name: "message only while closing", closing: true, wantLog: true},
+		{name: "same text in a string field", closing: true, fields: []zap.Field{zap.String("error", closedConn.Error())}, wantLog: true},
+		{name: "server closed not at the end", closing: true, fields: []zap.Field{zap.Error(errors.New("server closed the stream: quota exceeded"))}, wantLog: true},
+		{name: "nil error", closing: true, fields: []zap.Field{zap.Error(nil)}, wantLog: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			core, logs := observer.New(zapcore.InfoLevel)
+			closing := new(atomic.Bool)
+			closing.Store(tc.closing)
+			logger := zap.New(&closeNoiseFilter{Core: core, closing: closing})
+
+			logger.Error("serve failed", tc.fields...)
+			if got := logs.Len(); got != map[bool]int{true: 1, false: 0}[tc.wantLog] {
+				t.Errorf("%d entries logged, want logged: %v", got, tc.wantLog)
+			}
+		})
+	}
+}
+
+func TestCloseNoiseFilterFollowsClosing(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	closing := new(atomic.Bool)
+	// Loggers derived with With, as etcd derives them per component, share the flag.
+	logger := zap.New(&closeNoiseFilter{Core: core, closing: closing}).With(zap.String("component", "embedded-etcd"))
+	err := errors.New("accept tcp: use of closed network connection")
+
+	logger.Error("before close", zap.Error(err))
+	closing.Store(true)
+	logger.Error("during close", zap.Error(err))
+	logger.Warn("unrelated during close", zap.Error(errors.New("disk full")))
+	logger.Debug("below the level", zap.Error(errors.New("disk full")))
+
+	var got []string
+	for _, e := range logs.All() {
+		got = append(got, e.Message)
+		if e.ContextMap()["component"] != "embedded-etcd" {
+			t.Errorf("entry %q lost the logger's fields: %v", e.Message, e.ContextMap())
+		}
+	}
+	want := []string{"before close", "unrelated during close"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("logged %q, want %q", got, want)
+	}
+}
+
+func TestNewLoggerLevel(t *testing.T) {
+	closing := new(atomic.Bool)
+	for _, tc := range []struct {
+		level   string
+		enabled zapcore.Level
+		off     zapcore.Level
+	}{
+		{level: "warn", enabled: zapcore.WarnLevel, off: zapcore.InfoLevel},
+		{level: "error", enabled: zapcore.ErrorLevel, off: zapcore.WarnLevel},
+		{level: "debug", enabled: zapcore.DebugLevel, off: zapcore.DebugLevel - 1},
+	} {
+		logger, err := newLogger(tc.level, closing)
+		if err != nil {
+			t.Fatalf("newLogger(%q): %v", tc.level, err)
+		}
+		if !logger.Core().Enabled(tc.enabled) || logger.Core().Enabled(tc.off) {
+			t.Errorf("newLogger(%q): %s enabled %v, %s enabled %v", tc.level, tc.enabled, logger.Core().Enabled(tc.enabled), tc.off, logger.Core().Enabled(tc.off))
+		}
+		if _, ok := logger.Core().(*closeNoiseFilter); !ok {
+			t.Errorf("newLogger(%q) core is a %T, want the close noise filter", tc.level, logger.Core())
+		}
+	}
+	if _, err := newLogger("chatty", closing); err == nil {
+		t.Error(`newLogger("chatty") succeeded`)
+	}
+}
