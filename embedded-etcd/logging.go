@@ -7,10 +7,14 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// closeNoiseFilter drops the errors etcd logs about its own listeners being
-// closed while it shuts down ("use of closed network connection", "server
-// closed"): on a clean stop they are expected, and an "error" line in the
-// log of every clean shutdown teaches users to ignore errors.
+// closeNoiseFilter drops error lines etcd logs in the normal course of a
+// clean life, since an "error" on every start or stop teaches users to
+// ignore errors:
+//   - while it shuts down, the errors about its own listeners being closed
+//     ("use of closed network connection", "server closed");
+//   - on a new member, "failed to update storage version ... missing term
+//     information": the version monitor runs before the first term is
+//     persisted and succeeds on its next round (etcd-io/etcd#18978).
 type closeNoiseFilter struct {
 	zapcore.Core
 	closing *atomic.Bool
@@ -31,6 +35,9 @@ func (f *closeNoiseFilter) Write(entry zapcore.Entry, fields []zapcore.Field) er
 	if f.closing.Load() && isListenerClosedError(fields) {
 		return nil
 	}
+	if entry.Message == "failed to update storage version" && hasError(fields, "missing term information") {
+		return nil
+	}
 	return f.Core.Write(entry, fields)
 }
 
@@ -42,6 +49,15 @@ func isListenerClosedError(fields []zapcore.Field) bool {
 		}
 		msg := err.Error()
 		if strings.Contains(msg, "use of closed network connection") || strings.HasSuffix(msg, "server closed") || strings.HasSuffix(msg, "Server closed") {
+			return true
+		}
+	}
+	return false
+}
+
+func hasError(fields []zapcore.Field, msg string) bool {
+	for _, field := range fields {
+		if err, ok := field.Interface.(error); ok && field.Type == zapcore.ErrorType && err.Error() == msg {
 			return true
 		}
 	}

@@ -102,3 +102,16 @@ func TestNewLoggerLevel(t *testing.T) {
 		t.Error(`newLogger("chatty") succeeded`)
 	}
 }
+
+func TestNewMemberStorageVersionRaceIsDropped(t *testing.T) {
+	inner, logs := observer.New(zapcore.InfoLevel)
+	logger := zap.New(&closeNoiseFilter{Core: inner, closing: new(atomic.Bool)})
+	logger.Error("failed to update storage version", zap.String("cluster-version", "3.6.0"), zap.Error(errors.New("missing term information")))
+	logger.Error("failed to update storage version", zap.Error(errors.New("disk full")))
+	if got := logs.Len(); got != 1 {
+		t.Fatalf("%d entries logged, want only the real failure", got)
+	}
+	if msg := logs.All()[0].ContextMap()["error"]; msg != "disk full" {
+		t.Fatalf("logged %v, want the disk full failure", msg)
+	}
+}
