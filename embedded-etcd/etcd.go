@@ -252,6 +252,6 @@ func newLogger(level string, closing *atomic.Bool) (*zap.Logger, error) {
 	zc.ErrorOutputPaths = []string{"stderr"}
 	return zc.Build(
 		zap.Fields(zap.String("component", "embedded-etcd")),
-		zap.WrapCore(func(core zapcore.Core) zapcore.Core { return &closeNoiseFilter{Core: core, closing: closing} }),
+		zap.WrapCore(func(core zapcore.Core) zapcore.Core { return &logFilter{Core: core, closing: closing} }),
 	)
 }

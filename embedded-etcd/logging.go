@@ -7,57 +7,72 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// closeNoiseFilter drops error lines etcd logs in the normal course of a
-// clean life, since an "error" on every start or stop teaches users to
-// ignore errors:
-//   - while it shuts down, the errors about its own listeners being closed
+// logFilter adjusts what etcd logs for an embedded member, at our default
+// level of "warn":
+//
+// Dropped, because they come with every clean start or stop and an alarming
+// line every time teaches users to ignore alarming lines:
+//   - while it shuts down, errors about its own listeners being closed
 //     ("use of closed network connection", "server closed");
-//   - on a new member, "failed to update storage version ... missing term
-//     information": the version monitor runs before the first term is
-//     persisted and succeeds on its next round (etcd-io/etcd#18978).
-type closeNoiseFilter struct {
+//   - on a new member, "missing term information" from the storage version
+//     checks, which run before the first term is persisted and succeed on
+//     their next round (etcd-io/etcd#18978);
+//   - warnings about settings we chose on purpose: one socket for gRPC and
+//     HTTP (nobody but us connects to it), and simple auth tokens (etcd
+//     authentication is off; the socket's directory is the access control).
+//
+// Raised from info to warn: WAL repair after a crash, which may have dropped
+// the last writes and must not go unnoticed.
+type logFilter struct {
 	zapcore.Core
 	closing *atomic.Bool
 }
 
-func (f *closeNoiseFilter) With(fields []zapcore.Field) zapcore.Core {
-	return &closeNoiseFilter{Core: f.Core.With(fields), closing: f.closing}
+var (
+	droppedMessages = map[string]bool{
+		"Running http and grpc server on single port. This is not recommended for production.": true,
+		"simple token is not cryptographically signed":                                         true,
+	}
+	raisedMessages = map[string]bool{"repairing": true, "repaired": true, "repaired WAL": true}
+)
+
+func (f *logFilter) With(fields []zapcore.Field) zapcore.Core {
+	return &logFilter{Core: f.Core.With(fields), closing: f.closing}
 }
 
-func (f *closeNoiseFilter) Check(entry zapcore.Entry, checked *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if f.Enabled(entry.Level) {
+// Enabled admits info entries whatever the level, so that Check sees the
+// ones it raises; Check applies the real level.
+func (f *logFilter) Enabled(level zapcore.Level) bool {
+	return level >= zapcore.InfoLevel || f.Core.Enabled(level)
+}
+
+func (f *logFilter) Check(entry zapcore.Entry, checked *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if entry.Level < zapcore.WarnLevel && raisedMessages[entry.Message] {
+		entry.Level = zapcore.WarnLevel
+	}
+	if f.Core.Enabled(entry.Level) && !droppedMessages[entry.Message] {
 		return checked.AddCore(entry, f)
 	}
 	return checked
 }
 
-func (f *closeNoiseFilter) Write(entry zapcore.Entry, fields []zapcore.Field) error {
-	if f.closing.Load() && isListenerClosedError(fields) {
+func (f *logFilter) Write(entry zapcore.Entry, fields []zapcore.Field) error {
+	if f.closing.Load() && hasErrorMatching(fields, isListenerClosed) {
 		return nil
 	}
-	if entry.Message == "failed to update storage version" && hasError(fields, "missing term information") {
+	if hasErrorMatching(fields, func(msg string) bool { return strings.HasSuffix(msg, "missing term information") }) {
 		return nil
 	}
 	return f.Core.Write(entry, fields)
 }
 
-func isListenerClosedError(fields []zapcore.Field) bool {
-	for _, field := range fields {
-		err, ok := field.Interface.(error)
-		if field.Type != zapcore.ErrorType || !ok {
-			continue
-		}
-		msg := err.Error()
-		if strings.Contains(msg, "use of closed network connection") || strings.HasSuffix(msg, "server closed") || strings.HasSuffix(msg, "Server closed") {
-			return true
-		}
-	}
-	return false
+func isListenerClosed(msg string) bool {
+	return strings.Contains(msg, "use of closed network connection") || strings.HasSuffix(msg, "server closed") || strings.HasSuffix(msg, "Server closed")
 }
 
-func hasError(fields []zapcore.Field, msg string) bool {
+func hasErrorMatching(fields []zapcore.Field, match func(string) bool) bool {
 	for _, field := range fields {
-		if err, ok := field.Interface.(error); ok && field.Type == zapcore.ErrorType && err.Error() == msg {
+		if err, ok := field.Interface.(error); ok && field.Type == zapcore.ErrorType && match(err.Error()) {
 			return true
 		}
 	}

@@ -40,7 +40,7 @@ func TestCloseNoiseFilter(t *testing.T) {
 			core, logs := observer.New(zapcore.InfoLevel)
 			closing := new(atomic.Bool)
 			closing.Store(tc.closing)
-			logger := zap.New(&closeNoiseFilter{Core: core, closing: closing})
+			logger := zap.New(&logFilter{Core: core, closing: closing})
 
 			logger.Error("serve failed", tc.fields...)
 			if got := logs.Len(); got != map[bool]int{true: 1, false: 0}[tc.wantLog] {
@@ -54,7 +54,7 @@ func TestCloseNoiseFilterFollowsClosing(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	closing := new(atomic.Bool)
 	// Loggers derived with With, as etcd derives them per component, share the flag.
-	logger := zap.New(&closeNoiseFilter{Core: core, closing: closing}).With(zap.String("component", "embedded-etcd"))
+	logger := zap.New(&logFilter{Core: core, closing: closing}).With(zap.String("component", "embedded-etcd"))
 	err := errors.New("accept tcp: use of closed network connection")
 
 	logger.Error("before close", zap.Error(err))
@@ -91,10 +91,11 @@ func TestNewLoggerLevel(t *testing.T) {
 		if err != nil {
 			t.Fatalf("newLogger(%q): %v", tc.level, err)
 		}
-		if !logger.Core().Enabled(tc.enabled) || logger.Core().Enabled(tc.off) {
-			t.Errorf("newLogger(%q): %s enabled %v, %s enabled %v", tc.level, tc.enabled, logger.Core().Enabled(tc.enabled), tc.off, logger.Core().Enabled(tc.off))
+		// Check decides whether an entry is written.
+		if logger.Check(tc.enabled, "an entry") == nil || logger.Check(tc.off, "an entry") != nil {
+			t.Errorf("newLogger(%q): %s written %v, %s written %v", tc.level, tc.enabled, logger.Check(tc.enabled, "an entry") != nil, tc.off, logger.Check(tc.off, "an entry") != nil)
 		}
-		if _, ok := logger.Core().(*closeNoiseFilter); !ok {
+		if _, ok := logger.Core().(*logFilter); !ok {
 			t.Errorf("newLogger(%q) core is a %T, want the close noise filter", tc.level, logger.Core())
 		}
 	}
@@ -105,13 +106,44 @@ func TestNewLoggerLevel(t *testing.T) {
 
 func TestNewMemberStorageVersionRaceIsDropped(t *testing.T) {
 	inner, logs := observer.New(zapcore.InfoLevel)
-	logger := zap.New(&closeNoiseFilter{Core: inner, closing: new(atomic.Bool)})
-	logger.Error("failed to update storage version", zap.String("cluster-version", "3.6.0"), zap.Error(errors.New("missing term information")))
+	logger := zap.New(&logFilter{Core: inner, closing: new(atomic.Bool)})
+	logger.Error("failed to update storage version", zap.String("cluster-version", "3.6.0"), zap.Error(errors.New("cannot detect storage schema version: missing term information")))
 	logger.Error("failed to update storage version", zap.Error(errors.New("disk full")))
 	if got := logs.Len(); got != 1 {
 		t.Fatalf("%d entries logged, want only the real failure", got)
 	}
 	if msg := logs.All()[0].ContextMap()["error"]; msg != "disk full" {
 		t.Fatalf("logged %v, want the disk full failure", msg)
+	}
+}
+
+func TestLogFilterAtWarnLevel(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		log       func(*zap.Logger)
+		wantLevel zapcore.Level
+		wantLines int
+	}{
+		{"WAL repair is raised to warn", func(l *zap.Logger) { l.Info("repaired WAL", zap.Error(errors.New("unexpected EOF"))) }, zapcore.WarnLevel, 1},
+		{"repairing a WAL file is raised to warn", func(l *zap.Logger) { l.Info("repairing", zap.String("path", "0.wal")) }, zapcore.WarnLevel, 1},
+		{"other info stays below warn", func(l *zap.Logger) { l.Info("restarting local member") }, 0, 0},
+		{"single-port warning is dropped", func(l *zap.Logger) {
+			l.Warn("Running http and grpc server on single port. This is not recommended for production.")
+		}, 0, 0},
+		{"schema race on a new member is dropped", func(l *zap.Logger) {
+			l.Warn("Failed to detect schema version", zap.Error(errors.New("missing term information")))
+		}, 0, 0},
+		{"other warnings pass", func(l *zap.Logger) { l.Warn("slow fdatasync") }, zapcore.WarnLevel, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inner, logs := observer.New(zapcore.WarnLevel)
+			tc.log(zap.New(&logFilter{Core: inner, closing: new(atomic.Bool)}).With(zap.String("component", "embedded-etcd")))
+			if logs.Len() != tc.wantLines {
+				t.Fatalf("%d lines logged, want %d", logs.Len(), tc.wantLines)
+			}
+			if tc.wantLines > 0 && logs.All()[0].Level != tc.wantLevel {
+				t.Fatalf("logged at %s, want %s", logs.All()[0].Level, tc.wantLevel)
+			}
+		})
 	}
 }

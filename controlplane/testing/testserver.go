@@ -97,6 +97,9 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	if err := fs.Parse(opts.Flags); err != nil {
 		return nil, fmt.Errorf("flags %q: %w", opts.Flags, err)
 	}
+	if err := o.ControlPlane.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
+		return nil, fmt.Errorf("flags %q: %w", opts.Flags, err)
+	}
 	o.DataDir = opts.DataDir
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

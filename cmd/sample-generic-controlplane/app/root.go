@@ -48,6 +48,11 @@ an admin kubeconfig that it prints when ready.`,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
+			// Feature gates and emulation versions take their flag values
+			// now, before anything (logging first) reads them.
+			if err := opts.ControlPlane.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
+				return err
+			}
 			// Loopback clients must not log the warnings they cause themselves.
 			rest.SetDefaultWarningHandler(rest.NoWarnings{})
 			return nil

@@ -1,0 +1,159 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Provider is the infrastructure under test: how a control plane is started,
+// stopped and restarted. The tests of this suite are written against it
+// alone, so the same suite can run against another way of deploying the
+// control plane (a container, a VM, a service manager) by adding a provider,
+// as in the "modular CCM testing" pattern.
+type Provider interface {
+	// Start starts a control plane described by spec and returns once it
+	// serves and has printed its kubeconfig. When the control plane ends
+	// before that, the error wraps an *ExitError.
+	Start(ctx context.Context, spec Spec) (*Cluster, error)
+	// Stop stops the control plane gracefully (SIGTERM for a process) and
+	// fails unless it ends cleanly (exit code 0) in time.
+	Stop(ctx context.Context, c *Cluster) error
+	// Restart stops the control plane like Stop, then starts it again with
+	// the same data dir, port and flags.
+	Restart(ctx context.Context, c *Cluster) error
+	// Kill ends the control plane at once, without asking. It is safe to
+	// call on a stopped control plane and more than once.
+	Kill(c *Cluster)
+}
+
+// Spec describes a control plane to start.
+type Spec struct {
+	// WorkDir holds the logs and anything else the provider keeps.
+	WorkDir string
+	// DataDir is passed as --data-dir; empty means WorkDir/data.
+	DataDir string
+	// Port is passed as --secure-port; zero means a free loopback port.
+	Port int
+	// Flags are further flags, after the ones above (so they may override them).
+	Flags []string
+}
+
+// Cluster is a control plane started by a Provider.
+type Cluster struct {
+	// WorkDir is Spec.WorkDir.
+	WorkDir string
+	// DataDir is the control plane's --data-dir.
+	DataDir string
+	// Port is the control plane's --secure-port.
+	Port int
+	// Kubeconfig is the path the control plane printed after "export KUBECONFIG=".
+	Kubeconfig string
+	// URL is the API server's URL, read from Kubeconfig.
+	URL string
+	// StdoutPath and StderrPath hold the output of the current (or last) run.
+	StdoutPath, StderrPath string
+
+	flags []string
+	// impl is the provider's own state of the running control plane.
+	impl any
+}
+
+// ExitError is a control plane that ended on its own, or with an exit code
+// other than 0 when stopped.
+type ExitError struct {
+	// Code is the exit code; -1 when the process was ended by a signal.
+	Code int
+	// Stderr is everything the control plane wrote to stderr.
+	Stderr string
+	// StderrPath is the file Stderr was read from.
+	StderrPath string
+	// Command is how the control plane was started, for messages.
+	Command string
+}
+
+func (e *ExitError) Error() string {
+	return fmt.Sprintf("%s: exit code %d; last lines of stderr (%s):\n%s", e.Command, e.Code, e.StderrPath, tail(e.Stderr, logTailLines))
+}
+
+// LastStderrLine is the last non-empty line the control plane wrote to stderr.
+func (e *ExitError) LastStderrLine() string {
+	lines := strings.Split(strings.TrimRight(e.Stderr, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+const (
+	// logTailLines is how much of a control plane's log a failure shows.
+	logTailLines = 40
+	// stopTimeout bounds a graceful stop, including the wait after a kill.
+	stopTimeout = 30 * time.Second
+)
+
+// startCluster starts a control plane for one test, with its files under a
+// new t.TempDir(). It is killed when the test ends, and its log tail is
+// printed if the test failed.
+func startCluster(t *testing.T, spec Spec) *Cluster {
+	t.Helper()
+	if spec.WorkDir == "" {
+		spec.WorkDir = t.TempDir()
+	}
+	c, err := provider.Start(t.Context(), spec)
+	if err != nil {
+		t.Fatalf("starting control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		provider.Kill(c)
+		logTailOnFailure(t, c)
+	})
+	return c
+}
+
+// startExpectingFailure starts a control plane that must end on its own
+// within timeout, and returns how it ended.
+func startExpectingFailure(t *testing.T, spec Spec, timeout time.Duration) *ExitError {
+	t.Helper()
+	if spec.WorkDir == "" {
+		spec.WorkDir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	start := time.Now()
+	c, err := provider.Start(ctx, spec)
+	if err == nil {
+		provider.Kill(c)
+		t.Fatalf("control plane with flags %q started and served at %s; want it to exit with an error", spec.Flags, c.URL)
+	}
+	var exitErr *ExitError
+	if !errors.As(err, &exitErr) {
+		t.Fatalf("control plane did not exit on its own within %s (after %s): %v", timeout, time.Since(start).Round(time.Millisecond), err)
+	}
+	return exitErr
+}
+
+// logTailOnFailure prints the end of the control plane's logs when t failed.
+func logTailOnFailure(t *testing.T, c *Cluster) {
+	if !t.Failed() {
+		return
+	}
+	for _, path := range []string{c.StdoutPath, c.StderrPath} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Logf("control plane log %s: %v", path, err)
+			continue
+		}
+		t.Logf("last lines of control plane log %s:\n%s", path, tail(string(data), logTailLines))
+	}
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
