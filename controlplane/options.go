@@ -93,6 +93,9 @@ func DefaultDataDir() string {
 // AddFlags adds the upstream flag sets and ours, each in its named section.
 func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	o.ControlPlane.AddFlags(fss)
+	if f := fss.FlagSet("etcd").Lookup("etcd-servers"); f != nil {
+		f.Usage += " Leave empty (the default) to run an embedded etcd member under --data-dir."
+	}
 
 	fs := fss.FlagSet("control plane")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory holding the embedded etcd data (etcd/), the certificates and keys (pki/) and admin.kubeconfig. Created with mode 0700. Defaults to $XDG_DATA_HOME/sample-generic-controlplane or ~/.local/share/sample-generic-controlplane.")
