@@ -19,13 +19,7 @@ import (
 // does not depend on the call: permissions, context, trust, identity.
 func adminKubeconfig(t *testing.T, path string, p *PKI, wantServer string) (*clientcmdapi.Config, *x509.Certificate) {
 	t.Helper()
-	info, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := info.Mode().Perm(); got != 0o600 {
-		t.Errorf("%s has mode %o, want 600", path, got)
-	}
+	checkMode(t, path, 0o600)
 	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		t.Fatalf("loading %s: %v", path, err)

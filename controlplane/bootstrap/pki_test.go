@@ -15,7 +15,6 @@ import (
 	"time"
 
 	certutil "k8s.io/client-go/util/cert"
-	"k8s.io/client-go/util/keyutil"
 )
 
 // testHosts are what the control plane passes for a loopback server with
@@ -127,13 +126,7 @@ func TestEnsurePKICreatesEveryFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data", "pki")
 	p := ensurePKI(t, dir, testHosts)
 
-	info, err := os.Stat(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := info.Mode().Perm(); got != 0o700 {
-		t.Errorf("%s has mode %o, want 700", dir, got)
-	}
+	checkMode(t, dir, 0o700)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -515,24 +508,7 @@ func TestEnsurePKIRefusesCorruptFiles(t *testing.T) {
 func TestServiceAccountKeyPair(t *testing.T) {
 	dir := t.TempDir()
 	p := ensurePKI(t, dir, testHosts)
-	keyAny, err := keyutil.PrivateKeyFromFile(p.ServiceAccountKeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pubs, err := keyutil.PublicKeysFromFile(p.ServiceAccountPublicKeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pubs) != 1 {
-		t.Fatalf("%s holds %d public keys, want 1", p.ServiceAccountPublicKeyFile, len(pubs))
-	}
-	priv, ok := keyAny.(crypto.Signer)
-	if !ok {
-		t.Fatalf("service-account key is a %T, which cannot sign", keyAny)
-	}
-	if !samePublicKey(pubs[0], priv.Public()) {
-		t.Errorf("%s is not the public key of %s", p.ServiceAccountPublicKeyFile, p.ServiceAccountKeyFile)
-	}
+	checkServiceAccountPair(t, p)
 	// The signing key is its own, not one of the certificates' keys.
 	for _, keyFile := range []string{p.CA.KeyFile, p.ServingKeyFile, p.EtcdCA.KeyFile, p.FrontProxyCA.KeyFile} {
 		if bytes.Equal(mustRead(t, keyFile), mustRead(t, p.ServiceAccountKeyFile)) {
@@ -642,5 +618,16 @@ func TestWriteFileAtomicLeavesNoTemporaryFiles(t *testing.T) {
 	}
 	if err := writeFileAtomic(filepath.Join(dir, "missing", "f"), []byte("x"), 0o600); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "missing", "f")) {
 		t.Errorf("writing into a missing directory: err = %v, want one naming the file", err)
+	}
+}
+
+func checkMode(t *testing.T, path string, want os.FileMode) {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.Mode().Perm(); got != want {
+		t.Errorf("%s has mode %o, want %o", path, got, want)
 	}
 }
