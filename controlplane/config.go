@@ -72,6 +72,13 @@ func NewConfig(ctx context.Context, opts CompletedOptions) (*Config, error) {
 		return nil, fmt.Errorf("configuring the API servers: %w", err)
 	}
 	logger.V(1).Info("API servers configured", "duration", time.Since(start))
+	if etcd != nil {
+		// Upstream's sample assumes three API servers, and with more than
+		// one a new CRD waits 5 s before it is Established so the others
+		// can catch up. Nobody else can reach the embedded etcd, so this
+		// server is the only one.
+		apis.APIExtensions.ExtraConfig.MasterCount = 1
+	}
 	return &Config{Options: opts, APIs: apis, EmbeddedEtcd: etcd}, nil
 }
 

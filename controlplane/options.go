@@ -18,6 +18,7 @@ import (
 	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
 	authzmodes "k8s.io/kubernetes/pkg/kubeapiserver/authorizer/modes"
 
+	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
@@ -48,6 +49,8 @@ type Options struct {
 	TLSSANs []string
 	// EmbeddedEtcd tunes the etcd member started when no --etcd-servers are given.
 	EmbeddedEtcd EmbeddedEtcdOptions
+	// Controllers configure the in-process controllers.
+	Controllers *manager.Options
 }
 
 // EmbeddedEtcdOptions tune the in-process etcd member.
@@ -75,6 +78,7 @@ func NewOptions() *Options {
 			QuotaBackendBytes: embeddedetcd.DefaultQuotaBackendBytes,
 			LogLevel:          "warn",
 		},
+		Controllers: manager.NewOptions(),
 	}
 }
 
@@ -101,6 +105,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory holding the embedded etcd data (etcd/), the certificates and keys (pki/) and admin.kubeconfig. Created with mode 0700. Defaults to $XDG_DATA_HOME/sample-generic-controlplane or ~/.local/share/sample-generic-controlplane.")
 	fs.StringSliceVar(&o.TLSSANs, "tls-san", o.TLSSANs, "Extra DNS names or IP addresses for the generated serving certificate, beside localhost, 127.0.0.1, ::1 and --bind-address.")
 
+	o.Controllers.AddFlags(fss.FlagSet("controllers"))
+
 	efs := fss.FlagSet("embedded etcd")
 	efs.Int64Var(&o.EmbeddedEtcd.QuotaBackendBytes, "embedded-etcd-quota-bytes", o.EmbeddedEtcd.QuotaBackendBytes, "Size in bytes at which the embedded etcd database stops accepting writes. Ignored with --etcd-servers.")
 	efs.StringVar(&o.EmbeddedEtcd.LogLevel, "embedded-etcd-log-level", o.EmbeddedEtcd.LogLevel, "Log level of the embedded etcd: debug, info, warn or error. Ignored with --etcd-servers.")
@@ -124,6 +130,9 @@ func (o *Options) validate() error {
 		if err := validateEtcdServer(server); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := o.Controllers.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	for _, san := range o.TLSSANs {
 		if net.ParseIP(san) == nil && len(validation.IsDNS1123Subdomain(san)) > 0 && len(validation.IsWildcardDNS1123Subdomain(san)) > 0 {
@@ -173,6 +182,7 @@ type completedOptions struct {
 	// EtcdSocket is the embedded etcd's client socket; empty with external etcd.
 	EtcdSocket   string
 	EmbeddedEtcd EmbeddedEtcdOptions
+	Controllers  *manager.Options
 
 	lock *dataDirLock
 	// cleanups run at Release, e.g. removing a socket dir outside the data dir.
@@ -216,7 +226,7 @@ func (o *Options) Complete(ctx context.Context) (CompletedOptions, error) {
 	if err != nil {
 		return CompletedOptions{}, err
 	}
-	c := &completedOptions{DataDir: dataDir, EmbeddedEtcd: o.EmbeddedEtcd, lock: lock}
+	c := &completedOptions{DataDir: dataDir, EmbeddedEtcd: o.EmbeddedEtcd, Controllers: o.Controllers, lock: lock}
 	if err := o.complete(ctx, c); err != nil {
 		c.Release()
 		return CompletedOptions{}, err

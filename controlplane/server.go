@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
 )
 
@@ -100,12 +102,55 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	go s.signalReady(ctx)
 
-	runErr := prepared.Run(ctx)
+	// Controllers stop before the API server drains, so that they finish
+	// their requests and release their Lease while it still serves.
+	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAPI()
+	controllersDone := make(chan struct{})
+	go func() {
+		defer close(controllersDone)
+		s.runControllers(ctx)
+	}()
+	go func() {
+		<-ctx.Done()
+		<-controllersDone
+		stopAPI()
+	}()
+
+	runErr := prepared.Run(apiCtx)
 	klog.FromContext(ctx).V(1).Info("API servers stopped; stopping storage")
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}
 	return runErr
+}
+
+// runControllers starts the in-process controllers once the API is ready
+// and runs them until ctx is done. The manager authenticates as
+// system:kube-controller-manager with a certificate that lives only in
+// memory; each controller then acts as its own service account.
+func (s *Server) runControllers(ctx context.Context) {
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return
+	}
+	logger := klog.FromContext(ctx)
+	opts := s.config.Options
+	certPEM, keyPEM, err := opts.PKI.CA.IssueClientCertificate(user.KubeControllerManager, nil)
+	if err != nil {
+		logger.Error(err, "Cannot issue the controller manager's certificate; controllers do not run")
+		return
+	}
+	config := &rest.Config{
+		Host:            s.url,
+		TLSClientConfig: rest.TLSClientConfig{CAData: opts.PKI.CA.CertPEM(), CertData: certPEM, KeyData: keyPEM},
+		UserAgent:       "sample-generic-controlplane/controllers",
+		QPS:             -1,
+	}
+	if err := manager.Run(ctx, opts.Controllers, config); err != nil {
+		logger.Error(err, "Controllers failed")
+	}
 }
 
 // signalReady closes s.ready once /readyz answers 200 over the loopback connection.

@@ -1,0 +1,33 @@
+// Package controllercontext holds what every in-process controller is built
+// from: clients per controller identity, shared informers and a REST mapper.
+package controllercontext
+
+import (
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/controller-manager/pkg/clientbuilder"
+	"k8s.io/controller-manager/pkg/informerfactory"
+)
+
+// Context is shared by the controllers of one manager.
+type Context struct {
+	// ClientBuilder returns clients that authenticate as the service account
+	// kube-system/<name>, so each controller acts with the permissions of
+	// its bootstrap role (system:controller:<name>) and nothing more.
+	ClientBuilder clientbuilder.ControllerClientBuilder
+	// InformerFactory holds typed informers, started once every controller
+	// has registered the ones it needs.
+	InformerFactory informers.SharedInformerFactory
+	// ObjectOrMetadataInformerFactory gives typed informers where the
+	// factory has them and metadata-only informers for everything else
+	// (custom resources included).
+	ObjectOrMetadataInformerFactory informerfactory.InformerFactory
+	// MetadataClient reads and writes object metadata of any resource.
+	MetadataClient metadata.Interface
+	// RESTMapper follows discovery; the manager resets it periodically so
+	// that resources of CRDs created after start are mapped.
+	RESTMapper *restmapper.DeferredDiscoveryRESTMapper
+	// InformersStarted is closed once the informers above are started.
+	InformersStarted chan struct{}
+}

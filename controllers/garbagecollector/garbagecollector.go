@@ -1,0 +1,60 @@
+// Package garbagecollector runs upstream's garbage collector
+// (k8s.io/kubernetes/pkg/controller/garbagecollector) in-process: dependents
+// of a deleted owner are deleted in the background, in the foreground or
+// orphaned, as the delete's propagation policy says, for built-in and custom
+// resources alike.
+package garbagecollector
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/kubernetes/pkg/controller/garbagecollector"
+
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+)
+
+const (
+	// Name selects the controller in --controllers.
+	Name = "garbagecollector"
+	// identity is the service account the controller acts as; the bootstrap
+	// policy grants system:controller:generic-garbage-collector to it.
+	identity = "generic-garbage-collector"
+	// discoverySyncPeriod is how often the collector looks for new resources
+	// (e.g. of a CRD created after start). kube-controller-manager uses 30 s,
+	// so dependents of a new CRD's objects could wait that long; in-process,
+	// aggregated discovery is two cheap requests, and the collector only
+	// restarts its monitors when the set of resources changed.
+	discoverySyncPeriod = 5 * time.Second
+)
+
+// New builds the garbage collector; run the returned function to start it.
+func New(ctx context.Context, c *controllercontext.Context, workers int) (func(context.Context), error) {
+	config, err := c.ClientBuilder.Config(identity)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	// Deletes of many dependents come in bursts; do not throttle them
+	// client-side (API priority and fairness protects the server).
+	config.QPS = -1
+	metadataClient, err := metadata.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	gc, err := garbagecollector.NewGarbageCollector(ctx, client, metadataClient, c.RESTMapper,
+		garbagecollector.DefaultIgnoredResources(), c.ObjectOrMetadataInformerFactory, c.InformersStarted)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return func(ctx context.Context) {
+		go gc.Sync(ctx, client.Discovery(), discoverySyncPeriod)
+		gc.Run(ctx, workers, discoverySyncPeriod)
+	}, nil
+}

@@ -1,0 +1,260 @@
+// Package manager starts the enabled in-process controllers of the control
+// plane, once per cluster: replicas sharing one etcd elect a leader on a
+// Lease and only the leader runs controllers.
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/controller-manager/pkg/clientbuilder"
+	"k8s.io/controller-manager/pkg/informerfactory"
+	"k8s.io/klog/v2"
+
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/garbagecollector"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/namespace"
+)
+
+const (
+	// LeaseName is the Lease in kube-system that the manager's replicas elect a leader on.
+	LeaseName = "sample-generic-controlplane-controllers"
+	// identityNamespace holds the controllers' service accounts.
+	identityNamespace = "kube-system"
+	// restMapperResetPeriod makes resources of new CRDs visible to the controllers.
+	restMapperResetPeriod = 30 * time.Second
+)
+
+// Options configure the manager; the flags match kube-controller-manager's.
+type Options struct {
+	// Controllers is "*" (all enabled by default), "name" or "-name", in any combination.
+	Controllers              []string
+	ConcurrentGCSyncs        int
+	ConcurrentNamespaceSyncs int
+	LeaderElect              bool
+	LeaseDuration            time.Duration
+	RenewDeadline            time.Duration
+	RetryPeriod              time.Duration
+}
+
+// NewOptions returns kube-controller-manager's defaults.
+func NewOptions() *Options {
+	return &Options{
+		Controllers:              []string{"*"},
+		ConcurrentGCSyncs:        20,
+		ConcurrentNamespaceSyncs: 10,
+		LeaderElect:              true,
+		LeaseDuration:            15 * time.Second,
+		RenewDeadline:            10 * time.Second,
+		RetryPeriod:              2 * time.Second,
+	}
+}
+
+// controller is one entry of the registry: how to build it from the shared context.
+type controller struct {
+	name    string
+	aliases []string
+	build   func(ctx context.Context, c *controllercontext.Context, o *Options) (func(context.Context), error)
+}
+
+// registry lists every controller this manager knows, in start order.
+var registry = []controller{
+	{name: garbagecollector.Name, aliases: []string{"garbage-collector-controller"}, build: func(ctx context.Context, c *controllercontext.Context, o *Options) (func(context.Context), error) {
+		return garbagecollector.New(ctx, c, o.ConcurrentGCSyncs)
+	}},
+	{name: namespace.Name, aliases: []string{"namespace-controller"}, build: func(ctx context.Context, c *controllercontext.Context, o *Options) (func(context.Context), error) {
+		return namespace.New(ctx, c, o.ConcurrentNamespaceSyncs)
+	}},
+}
+
+// KnownControllers are the names --controllers accepts (aliases aside).
+func KnownControllers() []string {
+	var names []string
+	for _, c := range registry {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// AddFlags adds the manager's flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf(
+		"Controllers to run in-process: '*' runs all, 'foo' runs foo, '-foo' disables foo; e.g. '*,-garbagecollector'. Known controllers: %s.",
+		strings.Join(KnownControllers(), ", ")))
+	fs.IntVar(&o.ConcurrentGCSyncs, "concurrent-gc-syncs", o.ConcurrentGCSyncs, "Number of garbage collector workers.")
+	fs.IntVar(&o.ConcurrentNamespaceSyncs, "concurrent-namespace-syncs", o.ConcurrentNamespaceSyncs, "Number of namespaces deleted in parallel.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas sharing one etcd (Lease kube-system/"+LeaseName+") so that each controller runs once.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a non-leader waits after the last renewal before taking over.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before it gives up leadership.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often acquisition and renewal are tried.")
+}
+
+// Validate names the flag and what to write instead.
+func (o *Options) Validate() error {
+	var errs []error
+	known := sets.New[string]()
+	for _, c := range registry {
+		known.Insert(c.name)
+		known.Insert(c.aliases...)
+	}
+	for _, c := range o.Controllers {
+		name := strings.TrimPrefix(c, "-")
+		if c != "*" && !known.Has(name) {
+			errs = append(errs, fmt.Errorf("--controllers: unknown controller %q; write '*', a name or -name, with names from: %s", c, strings.Join(KnownControllers(), ", ")))
+		}
+	}
+	if o.ConcurrentGCSyncs < 1 {
+		errs = append(errs, fmt.Errorf("--concurrent-gc-syncs must be at least 1, got %d", o.ConcurrentGCSyncs))
+	}
+	if o.ConcurrentNamespaceSyncs < 1 {
+		errs = append(errs, fmt.Errorf("--concurrent-namespace-syncs must be at least 1, got %d", o.ConcurrentNamespaceSyncs))
+	}
+	if o.LeaderElect && !(o.RetryPeriod > 0 && o.RetryPeriod < o.RenewDeadline && o.RenewDeadline < o.LeaseDuration) {
+		errs = append(errs, fmt.Errorf("--leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s) < --leader-elect-lease-duration (%s) must hold", o.RetryPeriod, o.RenewDeadline, o.LeaseDuration))
+	}
+	return errors.Join(errs...)
+}
+
+// Enabled reports whether --controllers enables the named controller, with
+// kube-controller-manager's rules: an explicit name or -name wins over '*'.
+func (o *Options) Enabled(name string) bool {
+	names := []string{name}
+	for _, c := range registry {
+		if c.name == name {
+			names = append(names, c.aliases...)
+		}
+	}
+	for _, n := range names {
+		if slices.Contains(o.Controllers, "-"+n) {
+			return false
+		}
+		if slices.Contains(o.Controllers, n) {
+			return true
+		}
+	}
+	return slices.Contains(o.Controllers, "*")
+}
+
+// Run runs the enabled controllers until ctx is done; with leader election
+// only while this replica leads. rootConfig authenticates the manager itself
+// (system:kube-controller-manager): it runs the shared informers and mints
+// each controller's service-account credentials, nothing else.
+func Run(ctx context.Context, o *Options, rootConfig *rest.Config) error {
+	logger := klog.FromContext(ctx)
+	rootClient, err := kubernetes.NewForConfig(rootConfig)
+	if err != nil {
+		return err
+	}
+	if !o.LeaderElect {
+		return runControllers(ctx, o, rootConfig, rootClient)
+	}
+	hostname, _ := os.Hostname()
+	id := hostname + "_" + string(uuid.NewUUID())
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: identityNamespace, Name: LeaseName},
+		Client:     rootClient.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	// RunOrDie returns when ctx ends without waiting for OnStartedLeading;
+	// wait for the controllers ourselves, so that none outlives the manager
+	// (and the API server it talks to).
+	var (
+		runErr error
+		led    sync.WaitGroup
+	)
+	defer led.Wait()
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   o.LeaseDuration,
+		RenewDeadline:   o.RenewDeadline,
+		RetryPeriod:     o.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            LeaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				led.Add(1)
+				defer led.Done()
+				logger.Info("Leading; starting controllers", "identity", id)
+				runErr = runControllers(ctx, o, rootConfig, rootClient)
+			},
+			OnStoppedLeading: func() { logger.Info("No longer leading; controllers stopped", "identity", id) },
+		},
+	})
+	return runErr
+}
+
+func runControllers(ctx context.Context, o *Options, rootConfig *rest.Config, rootClient kubernetes.Interface) error {
+	logger := klog.FromContext(ctx)
+	c, err := newContext(ctx, rootConfig, rootClient)
+	if err != nil {
+		return err
+	}
+	var runs []func(context.Context)
+	for _, entry := range registry {
+		if !o.Enabled(entry.name) {
+			logger.Info("Controller disabled", "controller", entry.name)
+			continue
+		}
+		run, err := entry.build(ctx, c, o)
+		if err != nil {
+			return fmt.Errorf("starting controller %s: %w", entry.name, err)
+		}
+		runs = append(runs, run)
+		logger.Info("Controller started", "controller", entry.name)
+	}
+	c.InformerFactory.Start(ctx.Done())
+	defer c.InformerFactory.Shutdown()
+	c.ObjectOrMetadataInformerFactory.Start(ctx.Done())
+	close(c.InformersStarted)
+
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Go(func() { run(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+func newContext(ctx context.Context, rootConfig *rest.Config, rootClient kubernetes.Interface) (*controllercontext.Context, error) {
+	informerConfig := rest.CopyConfig(rootConfig)
+	informerConfig.QPS = -1
+	metadataClient, err := metadata.NewForConfig(informerConfig)
+	if err != nil {
+		return nil, err
+	}
+	informerClient, err := kubernetes.NewForConfig(informerConfig)
+	if err != nil {
+		return nil, err
+	}
+	typed := informers.NewSharedInformerFactory(informerClient, 0)
+	restMapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(rootClient.Discovery()))
+	go wait.Until(restMapper.Reset, restMapperResetPeriod, ctx.Done())
+	return &controllercontext.Context{
+		ClientBuilder:                   clientbuilder.NewDynamicClientBuilder(rest.AnonymousClientConfig(rootConfig), rootClient.CoreV1(), identityNamespace),
+		InformerFactory:                 typed,
+		ObjectOrMetadataInformerFactory: informerfactory.NewInformerFactory(typed, metadatainformer.NewSharedInformerFactory(metadataClient, 0)),
+		MetadataClient:                  metadataClient,
+		RESTMapper:                      restMapper,
+		InformersStarted:                make(chan struct{}),
+	}, nil
+}

@@ -1,0 +1,263 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+)
+
+// resourceClient is a dynamic client for one resource in one namespace.
+type resourceClient struct {
+	dynamic.ResourceInterface
+	gvk schema.GroupVersionKind
+}
+
+func configMaps(t *testing.T, cfg *rest.Config, ns string) resourceClient {
+	return resourceClient{
+		ResourceInterface: dynamic.NewForConfigOrDie(cfg).Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace(ns),
+		gvk:               corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+	}
+}
+
+// createOwned creates an object of the client's kind, owned by owners.
+func (c resourceClient) createOwned(t *testing.T, name string, owners ...*unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(c.gvk)
+	obj.SetName(name)
+	var refs []metav1.OwnerReference
+	for _, o := range owners {
+		refs = append(refs, metav1.OwnerReference{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Name: o.GetName(), UID: o.GetUID()})
+	}
+	obj.SetOwnerReferences(refs)
+	created, err := c.Create(t.Context(), obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create %s %s: %v", c.gvk.Kind, name, err)
+	}
+	return created
+}
+
+func (c resourceClient) waitGone(t *testing.T, name string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+	if err != nil {
+		t.Fatalf("%s %s was not collected: %v", c.gvk.Kind, name, err)
+	}
+}
+
+func (c resourceClient) waitFor(t *testing.T, name string, cond func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
+	t.Helper()
+	var last *unstructured.Unstructured
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		obj, err := c.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = obj
+		return cond(obj), nil
+	})
+	if err != nil {
+		t.Fatalf("%s %s never reached the expected state (last: %v): %v", c.gvk.Kind, name, last, err)
+	}
+	return last
+}
+
+func newNamespace(t *testing.T, client kubernetes.Interface, name string) {
+	t.Helper()
+	if _, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+}
+
+// testPropagationPolicies deletes an owner with each propagation policy and
+// checks what becomes of its dependent.
+func testPropagationPolicies(t *testing.T, c resourceClient) {
+	policies := []struct {
+		policy metav1.DeletionPropagation
+		check  func(t *testing.T, owner, dependent string)
+	}{
+		{metav1.DeletePropagationBackground, func(t *testing.T, owner, dependent string) {
+			c.waitGone(t, owner)
+			c.waitGone(t, dependent)
+		}},
+		{metav1.DeletePropagationForeground, func(t *testing.T, owner, dependent string) {
+			// The owner goes only after its dependent.
+			c.waitGone(t, dependent)
+			c.waitGone(t, owner)
+		}},
+		{metav1.DeletePropagationOrphan, func(t *testing.T, owner, dependent string) {
+			c.waitGone(t, owner)
+			c.waitFor(t, dependent, func(u *unstructured.Unstructured) bool { return len(u.GetOwnerReferences()) == 0 })
+		}},
+	}
+	for _, tc := range policies {
+		t.Run(string(tc.policy), func(t *testing.T) {
+			owner := c.createOwned(t, "owner-"+strings.ToLower(string(tc.policy)))
+			dependent := c.createOwned(t, "dependent-"+strings.ToLower(string(tc.policy)), owner)
+			policy := tc.policy
+			if err := c.Delete(t.Context(), owner.GetName(), metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
+				t.Fatalf("delete owner: %v", err)
+			}
+			tc.check(t, owner.GetName(), dependent.GetName())
+		})
+	}
+}
+
+func TestGarbageCollectionOfConfigMaps(t *testing.T) {
+	s := sharedServer(t)
+	newNamespace(t, kubernetes.NewForConfigOrDie(s.ClientConfig), "gc-configmaps")
+	testPropagationPolicies(t, configMaps(t, s.ClientConfig, "gc-configmaps"))
+}
+
+// The CRD is created after the control plane started: the collector must
+// discover its resource by itself.
+func TestGarbageCollectionOfCustomResources(t *testing.T) {
+	s := sharedServer(t)
+	newNamespace(t, kubernetes.NewForConfigOrDie(s.ClientConfig), "gc-custom")
+	gadgets := createCRD(t, s.ClientConfig, "gadgets", "Gadget")
+	testPropagationPolicies(t, resourceClient{ResourceInterface: gadgets.Namespace("gc-custom"), gvk: gadgetGVK("Gadget")})
+}
+
+func TestGarbageCollectionOfOwnershipCycle(t *testing.T) {
+	s := sharedServer(t)
+	ctx := t.Context()
+	newNamespace(t, kubernetes.NewForConfigOrDie(s.ClientConfig), "gc-cycle")
+	c := configMaps(t, s.ClientConfig, "gc-cycle")
+	a := c.createOwned(t, "a")
+	b := c.createOwned(t, "b", a)
+	// a is owned by b: a cycle.
+	patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"b","uid":%q}]}}`, b.GetUID())
+	if _, err := c.Patch(ctx, "a", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("make the cycle: %v", err)
+	}
+	foreground := metav1.DeletePropagationForeground
+	if err := c.Delete(ctx, "a", metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitGone(t, "a")
+	c.waitGone(t, "b")
+}
+
+func TestNamespaceDeletionEmptiesAndRemovesNamespace(t *testing.T) {
+	s := sharedServer(t)
+	ctx := t.Context()
+	client := kubernetes.NewForConfigOrDie(s.ClientConfig)
+	gizmos := createCRD(t, s.ClientConfig, "gizmos", "Gizmo")
+	const ns = "doomed"
+	newNamespace(t, client, ns)
+	for i := range 5 {
+		name := fmt.Sprintf("item-%d", i)
+		if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "reader"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resourceClient{ResourceInterface: gizmos.Namespace(ns), gvk: gadgetGVK("Gizmo")}.createOwned(t, "g1")
+
+	if err := client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), ignoreNotFound(err)
+	})
+	if err != nil {
+		got, _ := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		t.Fatalf("namespace %s still there (status %+v): %v", ns, got.Status, err)
+	}
+}
+
+// With the garbage collector disabled, dependents stay; the namespace
+// controller, still enabled, serves as proof that controllers run.
+func TestControllersFlagDisablesGarbageCollector(t *testing.T) {
+	s := cptesting.StartTestServer(t, cptesting.Options{Flags: []string{"--controllers=*,-garbagecollector"}})
+	ctx := t.Context()
+	client := kubernetes.NewForConfigOrDie(s.ClientConfig)
+	c := configMaps(t, s.ClientConfig, "default")
+	owner := c.createOwned(t, "owner")
+	c.createOwned(t, "dependent", owner)
+	if err := c.Delete(ctx, "owner", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	newNamespace(t, client, "barrier")
+	if err := client.CoreV1().Namespaces().Delete(ctx, "barrier", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().Namespaces().Get(ctx, "barrier", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), ignoreNotFound(err)
+	})
+	if err != nil {
+		t.Fatalf("the namespace controller did not run: %v", err)
+	}
+	if _, err := c.Get(ctx, "dependent", metav1.GetOptions{}); err != nil {
+		t.Fatalf("dependent of a deleted owner, with the garbage collector disabled: %v", err)
+	}
+	if _, err := client.CoreV1().ServiceAccounts("kube-system").Get(ctx, "generic-garbage-collector", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the disabled garbage collector obtained its identity: %v", err)
+	}
+}
+
+func gadgetGVK(kind string) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: "gc.example.com", Version: "v1", Kind: kind}
+}
+
+// createCRD creates a namespaced CRD in gc.example.com and waits until its
+// resource is served.
+func createCRD(t *testing.T, cfg *rest.Config, plural, kind string) dynamic.NamespaceableResourceInterface {
+	t.Helper()
+	ctx := t.Context()
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: plural + ".gc.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "gc.example.com",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}},
+			}},
+		},
+	}
+	if _, err := apiextensionsclient.NewForConfigOrDie(cfg).ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create CRD %s: %v", crd.Name, err)
+	}
+	resource := dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: "gc.example.com", Version: "v1", Resource: plural})
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := resource.List(ctx, metav1.ListOptions{})
+		return err == nil, ignoreNotFound(err)
+	})
+	if err != nil {
+		t.Fatalf("CRD %s never served: %v", crd.Name, err)
+	}
+	return resource
+}
