@@ -30,4 +30,6 @@ type Context struct {
 	RESTMapper *restmapper.DeferredDiscoveryRESTMapper
 	// InformersStarted is closed once the informers above are started.
 	InformersStarted chan struct{}
+	// RootCA is the PEM bundle that verifies the API server.
+	RootCA []byte
 }

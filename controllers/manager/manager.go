@@ -31,9 +31,12 @@ import (
 	"k8s.io/controller-manager/pkg/informerfactory"
 	"k8s.io/klog/v2"
 
+	"sigs.k8s.io/sample-generic-controlplane/controllers/clusterroleaggregation"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/garbagecollector"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/namespace"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/rootcacertpublisher"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/serviceaccount"
 )
 
 const (
@@ -84,6 +87,15 @@ var registry = []controller{
 	}},
 	{name: namespace.Name, aliases: []string{"namespace-controller"}, build: func(ctx context.Context, c *controllercontext.Context, o *Options) (func(context.Context), error) {
 		return namespace.New(ctx, c, o.ConcurrentNamespaceSyncs)
+	}},
+	{name: serviceaccount.Name, aliases: []string{"serviceaccount-controller"}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
+		return serviceaccount.New(ctx, c)
+	}},
+	{name: clusterroleaggregation.Name, aliases: []string{"clusterrole-aggregation-controller"}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
+		return clusterroleaggregation.New(ctx, c)
+	}},
+	{name: rootcacertpublisher.Name, aliases: []string{"root-ca-certificate-publisher-controller"}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
+		return rootcacertpublisher.New(ctx, c)
 	}},
 }
 
@@ -158,7 +170,8 @@ func (o *Options) Enabled(name string) bool {
 // Run runs the enabled controllers until ctx is done; with leader election
 // only while this replica leads. rootConfig authenticates the manager itself
 // (system:kube-controller-manager): it runs the shared informers and mints
-// each controller's service-account credentials, nothing else.
+// each controller's service-account credentials, nothing else. Its CA data
+// is the root CA published in every namespace.
 func Run(ctx context.Context, o *Options, rootConfig *rest.Config) error {
 	logger := klog.FromContext(ctx)
 	rootClient, err := kubernetes.NewForConfig(rootConfig)
@@ -256,5 +269,6 @@ func newContext(ctx context.Context, rootConfig *rest.Config, rootClient kuberne
 		MetadataClient:                  metadataClient,
 		RESTMapper:                      restMapper,
 		InformersStarted:                make(chan struct{}),
+		RootCA:                          rootConfig.CAData,
 	}, nil
 }

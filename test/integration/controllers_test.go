@@ -261,3 +261,61 @@ func createCRD(t *testing.T, cfg *rest.Config, plural, kind string) dynamic.Name
 	}
 	return resource
 }
+
+func TestNewNamespaceGetsDefaultServiceAccountAndRootCA(t *testing.T) {
+	s := sharedServer(t)
+	ctx := t.Context()
+	client := kubernetes.NewForConfigOrDie(s.ClientConfig)
+	newNamespace(t, client, "fresh")
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts("fresh").Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, ignoreNotFound(err)
+	})
+	if err != nil {
+		t.Fatalf("no default service account in a new namespace: %v", err)
+	}
+	var rootCA *corev1.ConfigMap
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		rootCA, err = client.CoreV1().ConfigMaps("fresh").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err == nil, ignoreNotFound(err)
+	})
+	if err != nil {
+		t.Fatalf("no kube-root-ca.crt in a new namespace: %v", err)
+	}
+	if got, want := rootCA.Data["ca.crt"], string(s.ClientConfig.CAData); got != want {
+		t.Fatalf("kube-root-ca.crt holds\n%s\nwant the CA that verifies the server:\n%s", got, want)
+	}
+}
+
+func TestLabelledClusterRoleIsAggregatedIntoView(t *testing.T) {
+	s := sharedServer(t)
+	ctx := t.Context()
+	roles := kubernetes.NewForConfigOrDie(s.ClientConfig).RbacV1().ClusterRoles()
+	rule := rbacv1.PolicyRule{APIGroups: []string{"gc.example.com"}, Resources: []string{"widgets"}, Verbs: []string{"get", "list", "watch"}}
+	if _, err := roles.Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets-view", Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+		Rules:      []rbacv1.PolicyRule{rule},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		view, err := roles.Get(ctx, "view", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, r := range view.Rules {
+			if equality(r, rule) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("view did not aggregate the rule of widgets-view: %v", err)
+	}
+}
+
+func equality(a, b rbacv1.PolicyRule) bool {
+	return fmt.Sprint(a.APIGroups, a.Resources, a.Verbs) == fmt.Sprint(b.APIGroups, b.Resources, b.Verbs)
+}
