@@ -279,6 +279,9 @@ func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 			authn.ServiceAccounts.KeyFiles = []string{pki.ServiceAccountPublicKeyFile}
 		}
 	}
+	if o.Controllers.ClusterSigningCertFile == "" && o.Controllers.ClusterSigningKeyFile == "" {
+		o.Controllers.ClusterSigningCertFile, o.Controllers.ClusterSigningKeyFile = pki.CA.CertFile, pki.CA.KeyFile
+	}
 	if len(authn.ServiceAccounts.Issuers) == 0 {
 		authn.ServiceAccounts.Issuers = []string{DefaultServiceAccountIssuer}
 	}

@@ -33,6 +33,8 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/clusterroleaggregation"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/csrcleaner"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/csrsigning"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/garbagecollector"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/namespace"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/rootcacertpublisher"
@@ -54,10 +56,15 @@ type Options struct {
 	Controllers              []string
 	ConcurrentGCSyncs        int
 	ConcurrentNamespaceSyncs int
-	LeaderElect              bool
-	LeaseDuration            time.Duration
-	RenewDeadline            time.Duration
-	RetryPeriod              time.Duration
+	// ClusterSigningCertFile and ClusterSigningKeyFile are the CA that signs
+	// approved kubernetes.io/kube-apiserver-client CSRs.
+	ClusterSigningCertFile string
+	ClusterSigningKeyFile  string
+	ClusterSigningDuration time.Duration
+	LeaderElect            bool
+	LeaseDuration          time.Duration
+	RenewDeadline          time.Duration
+	RetryPeriod            time.Duration
 }
 
 // NewOptions returns kube-controller-manager's defaults.
@@ -66,6 +73,7 @@ func NewOptions() *Options {
 		Controllers:              []string{"*"},
 		ConcurrentGCSyncs:        20,
 		ConcurrentNamespaceSyncs: 10,
+		ClusterSigningDuration:   365 * 24 * time.Hour,
 		LeaderElect:              true,
 		LeaseDuration:            15 * time.Second,
 		RenewDeadline:            10 * time.Second,
@@ -94,6 +102,12 @@ var registry = []controller{
 	{name: clusterroleaggregation.Name, aliases: []string{"clusterrole-aggregation-controller"}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
 		return clusterroleaggregation.New(ctx, c)
 	}},
+	{name: csrsigning.Name, aliases: []string{"certificatesigningrequest-signing-controller"}, build: func(ctx context.Context, c *controllercontext.Context, o *Options) (func(context.Context), error) {
+		return csrsigning.New(ctx, c, o.ClusterSigningCertFile, o.ClusterSigningKeyFile, o.ClusterSigningDuration)
+	}},
+	{name: csrcleaner.Name, aliases: []string{"certificatesigningrequest-cleaner-controller"}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
+		return csrcleaner.New(ctx, c)
+	}},
 	{name: rootcacertpublisher.Name, aliases: []string{"root-ca-certificate-publisher-controller"}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
 		return rootcacertpublisher.New(ctx, c)
 	}},
@@ -115,6 +129,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		strings.Join(KnownControllers(), ", ")))
 	fs.IntVar(&o.ConcurrentGCSyncs, "concurrent-gc-syncs", o.ConcurrentGCSyncs, "Number of garbage collector workers.")
 	fs.IntVar(&o.ConcurrentNamespaceSyncs, "concurrent-namespace-syncs", o.ConcurrentNamespaceSyncs, "Number of namespaces deleted in parallel.")
+	fs.StringVar(&o.ClusterSigningCertFile, "cluster-signing-cert-file", o.ClusterSigningCertFile, "PEM CA certificate that signs approved kubernetes.io/kube-apiserver-client CSRs. Defaults to the cluster CA in --data-dir.")
+	fs.StringVar(&o.ClusterSigningKeyFile, "cluster-signing-key-file", o.ClusterSigningKeyFile, "PEM private key of --cluster-signing-cert-file. Defaults to the cluster CA's key in --data-dir.")
+	fs.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", o.ClusterSigningDuration, "Longest validity of a signed certificate; a CSR's spec.expirationSeconds may ask for less.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas sharing one etcd (Lease kube-system/"+LeaseName+") so that each controller runs once.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a non-leader waits after the last renewal before taking over.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before it gives up leadership.")
@@ -140,6 +157,12 @@ func (o *Options) Validate() error {
 	}
 	if o.ConcurrentNamespaceSyncs < 1 {
 		errs = append(errs, fmt.Errorf("--concurrent-namespace-syncs must be at least 1, got %d", o.ConcurrentNamespaceSyncs))
+	}
+	if o.ClusterSigningDuration < time.Hour {
+		errs = append(errs, fmt.Errorf("--cluster-signing-duration must be at least 1h, got %s", o.ClusterSigningDuration))
+	}
+	if (o.ClusterSigningCertFile == "") != (o.ClusterSigningKeyFile == "") {
+		errs = append(errs, errors.New("--cluster-signing-cert-file and --cluster-signing-key-file go together; set both or neither"))
 	}
 	if o.LeaderElect && !(o.RetryPeriod > 0 && o.RetryPeriod < o.RenewDeadline && o.RenewDeadline < o.LeaseDuration) {
 		errs = append(errs, fmt.Errorf("--leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s) < --leader-elect-lease-duration (%s) must hold", o.RetryPeriod, o.RenewDeadline, o.LeaseDuration))

@@ -1,0 +1,42 @@
+// Package csrsigning runs upstream's CSR signer
+// (k8s.io/kubernetes/pkg/controller/certificates/signer) for the
+// kubernetes.io/kube-apiserver-client signer: once a person's
+// CertificateSigningRequest is approved (kubectl certificate approve), it is
+// signed by the cluster CA and the certificate authenticates to the API.
+package csrsigning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/kubernetes/pkg/controller/certificates/signer"
+
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+)
+
+const (
+	// Name selects the controller in --controllers.
+	Name     = "csrsigning"
+	identity = "certificate-controller"
+	workers  = 5 // as kube-controller-manager
+)
+
+// New builds the signer from the CA in certFile and keyFile; certificates it
+// issues are valid for ttl.
+func New(ctx context.Context, c *controllercontext.Context, certFile, keyFile string, ttl time.Duration) (func(context.Context), error) {
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New(Name + ": --cluster-signing-cert-file and --cluster-signing-key-file are required")
+	}
+	client, err := c.ClientBuilder.Client(identity)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	s, err := signer.NewKubeAPIServerClientCSRSigningController(ctx, client,
+		c.InformerFactory.Certificates().V1().CertificateSigningRequests(), certFile, keyFile, ttl)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return func(ctx context.Context) { s.Run(ctx, workers) }, nil
+}
