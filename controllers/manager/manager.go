@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controllers/csrsigning"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/garbagecollector"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/namespace"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/resourcequota"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/rootcacertpublisher"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/serviceaccount"
 )
@@ -56,6 +57,7 @@ type Options struct {
 	Controllers              []string
 	ConcurrentGCSyncs        int
 	ConcurrentNamespaceSyncs int
+	ConcurrentQuotaSyncs     int
 	// ClusterSigningCertFile and ClusterSigningKeyFile are the CA that signs
 	// approved kubernetes.io/kube-apiserver-client CSRs.
 	ClusterSigningCertFile string
@@ -73,6 +75,7 @@ func NewOptions() *Options {
 		Controllers:              []string{"*"},
 		ConcurrentGCSyncs:        20,
 		ConcurrentNamespaceSyncs: 10,
+		ConcurrentQuotaSyncs:     5,
 		ClusterSigningDuration:   365 * 24 * time.Hour,
 		LeaderElect:              true,
 		LeaseDuration:            15 * time.Second,
@@ -102,6 +105,9 @@ var registry = []controller{
 	{name: clusterroleaggregation.Name, aliases: []string{"clusterrole-aggregation-controller"}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
 		return clusterroleaggregation.New(ctx, c)
 	}},
+	{name: resourcequota.Name, aliases: []string{"resourcequota-controller"}, build: func(ctx context.Context, c *controllercontext.Context, o *Options) (func(context.Context), error) {
+		return resourcequota.New(ctx, c, o.ConcurrentQuotaSyncs)
+	}},
 	{name: csrsigning.Name, aliases: []string{"certificatesigningrequest-signing-controller"}, build: func(ctx context.Context, c *controllercontext.Context, o *Options) (func(context.Context), error) {
 		return csrsigning.New(ctx, c, o.ClusterSigningCertFile, o.ClusterSigningKeyFile, o.ClusterSigningDuration)
 	}},
@@ -129,6 +135,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		strings.Join(KnownControllers(), ", ")))
 	fs.IntVar(&o.ConcurrentGCSyncs, "concurrent-gc-syncs", o.ConcurrentGCSyncs, "Number of garbage collector workers.")
 	fs.IntVar(&o.ConcurrentNamespaceSyncs, "concurrent-namespace-syncs", o.ConcurrentNamespaceSyncs, "Number of namespaces deleted in parallel.")
+	fs.IntVar(&o.ConcurrentQuotaSyncs, "concurrent-resource-quota-syncs", o.ConcurrentQuotaSyncs, "Number of resource quotas synced in parallel.")
 	fs.StringVar(&o.ClusterSigningCertFile, "cluster-signing-cert-file", o.ClusterSigningCertFile, "PEM CA certificate that signs approved kubernetes.io/kube-apiserver-client CSRs. Defaults to the cluster CA in --data-dir.")
 	fs.StringVar(&o.ClusterSigningKeyFile, "cluster-signing-key-file", o.ClusterSigningKeyFile, "PEM private key of --cluster-signing-cert-file. Defaults to the cluster CA's key in --data-dir.")
 	fs.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", o.ClusterSigningDuration, "Longest validity of a signed certificate; a CSR's spec.expirationSeconds may ask for less.")
@@ -157,6 +164,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ConcurrentNamespaceSyncs < 1 {
 		errs = append(errs, fmt.Errorf("--concurrent-namespace-syncs must be at least 1, got %d", o.ConcurrentNamespaceSyncs))
+	}
+	if o.ConcurrentQuotaSyncs < 1 {
+		errs = append(errs, fmt.Errorf("--concurrent-resource-quota-syncs must be at least 1, got %d", o.ConcurrentQuotaSyncs))
 	}
 	if o.ClusterSigningDuration < time.Hour {
 		errs = append(errs, fmt.Errorf("--cluster-signing-duration must be at least 1h, got %s", o.ClusterSigningDuration))
