@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controllers/resourcequota"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/rootcacertpublisher"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/serviceaccount"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/validatingadmissionpolicystatus"
 )
 
 const (
@@ -113,6 +114,9 @@ var registry = []controller{
 	}},
 	{name: csrcleaner.Name, aliases: []string{"certificatesigningrequest-cleaner-controller"}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
 		return csrcleaner.New(ctx, c)
+	}},
+	{name: validatingadmissionpolicystatus.Name, aliases: []string{"validatingadmissionpolicy-status-controller"}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
+		return validatingadmissionpolicystatus.New(ctx, c)
 	}},
 	{name: rootcacertpublisher.Name, aliases: []string{"root-ca-certificate-publisher-controller"}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
 		return rootcacertpublisher.New(ctx, c)
