@@ -282,6 +282,9 @@ func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 	if o.Controllers.ClusterSigningCertFile == "" && o.Controllers.ClusterSigningKeyFile == "" {
 		o.Controllers.ClusterSigningCertFile, o.Controllers.ClusterSigningKeyFile = pki.CA.CertFile, pki.CA.KeyFile
 	}
+	if o.Controllers.ServiceAccountKeyFile == "" {
+		o.Controllers.ServiceAccountKeyFile = cp.ServiceAccountSigningKeyFile
+	}
 	if len(authn.ServiceAccounts.Issuers) == 0 {
 		authn.ServiceAccounts.Issuers = []string{DefaultServiceAccountIssuer}
 	}

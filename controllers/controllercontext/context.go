@@ -4,6 +4,7 @@ package controllercontext
 
 import (
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/controller-manager/pkg/clientbuilder"
@@ -32,4 +33,8 @@ type Context struct {
 	InformersStarted chan struct{}
 	// RootCA is the PEM bundle that verifies the API server.
 	RootCA []byte
+	// RootClient acts as the manager itself (system:kube-controller-manager).
+	// Only the service-account token controller uses it, as in
+	// kube-controller-manager: it mints tokens for every service account.
+	RootClient kubernetes.Interface
 }

@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controllers/resourcequota"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/rootcacertpublisher"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/serviceaccount"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/serviceaccounttoken"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/validatingadmissionpolicystatus"
 )
 
@@ -64,10 +65,12 @@ type Options struct {
 	ClusterSigningCertFile string
 	ClusterSigningKeyFile  string
 	ClusterSigningDuration time.Duration
-	LeaderElect            bool
-	LeaseDuration          time.Duration
-	RenewDeadline          time.Duration
-	RetryPeriod            time.Duration
+	// ServiceAccountKeyFile signs legacy service-account token secrets.
+	ServiceAccountKeyFile string
+	LeaderElect           bool
+	LeaseDuration         time.Duration
+	RenewDeadline         time.Duration
+	RetryPeriod           time.Duration
 }
 
 // NewOptions returns kube-controller-manager's defaults.
@@ -115,6 +118,9 @@ var registry = []controller{
 	{name: csrcleaner.Name, aliases: []string{"certificatesigningrequest-cleaner-controller"}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
 		return csrcleaner.New(ctx, c)
 	}},
+	{name: serviceaccounttoken.Name, aliases: []string{"serviceaccount-token-controller"}, build: func(ctx context.Context, c *controllercontext.Context, o *Options) (func(context.Context), error) {
+		return serviceaccounttoken.New(ctx, c, o.ServiceAccountKeyFile)
+	}},
 	{name: validatingadmissionpolicystatus.Name, aliases: []string{"validatingadmissionpolicy-status-controller"}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
 		return validatingadmissionpolicystatus.New(ctx, c)
 	}},
@@ -143,6 +149,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClusterSigningCertFile, "cluster-signing-cert-file", o.ClusterSigningCertFile, "PEM CA certificate that signs approved kubernetes.io/kube-apiserver-client CSRs. Defaults to the cluster CA in --data-dir.")
 	fs.StringVar(&o.ClusterSigningKeyFile, "cluster-signing-key-file", o.ClusterSigningKeyFile, "PEM private key of --cluster-signing-cert-file. Defaults to the cluster CA's key in --data-dir.")
 	fs.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", o.ClusterSigningDuration, "Longest validity of a signed certificate; a CSR's spec.expirationSeconds may ask for less.")
+	fs.StringVar(&o.ServiceAccountKeyFile, "service-account-private-key-file", o.ServiceAccountKeyFile, "PEM private key that signs legacy service-account token secrets. Defaults to the service-account signing key in --data-dir.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas sharing one etcd (Lease kube-system/"+LeaseName+") so that each controller runs once.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a non-leader waits after the last renewal before taking over.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before it gives up leadership.")
@@ -269,6 +276,9 @@ func runControllers(ctx context.Context, o *Options, rootConfig *rest.Config, ro
 		if err != nil {
 			return fmt.Errorf("starting controller %s: %w", entry.name, err)
 		}
+		if run == nil { // not configured to do anything; it said why
+			continue
+		}
 		runs = append(runs, run)
 		logger.Info("Controller started", "controller", entry.name)
 	}
@@ -307,5 +317,6 @@ func newContext(ctx context.Context, rootConfig *rest.Config, rootClient kuberne
 		RESTMapper:                      restMapper,
 		InformersStarted:                make(chan struct{}),
 		RootCA:                          rootConfig.CAData,
+		RootClient:                      rootClient,
 	}, nil
 }

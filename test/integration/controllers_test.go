@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -318,4 +319,42 @@ func TestLabelledClusterRoleIsAggregatedIntoView(t *testing.T) {
 
 func equality(a, b rbacv1.PolicyRule) bool {
 	return fmt.Sprint(a.APIGroups, a.Resources, a.Verbs) == fmt.Sprint(b.APIGroups, b.Resources, b.Verbs)
+}
+
+// A legacy service-account token secret is filled and its token authenticates.
+func TestServiceAccountTokenSecretIsFilled(t *testing.T) {
+	s := sharedServer(t)
+	ctx := t.Context()
+	client := kubernetes.NewForConfigOrDie(s.ClientConfig)
+	newNamespace(t, client, "legacy")
+	if _, err := client.CoreV1().ServiceAccounts("legacy").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "bot"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Secrets("legacy").Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "bot-token", Annotations: map[string]string{corev1.ServiceAccountNameKey: "bot"}},
+		Type:       corev1.SecretTypeServiceAccountToken,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var secret *corev1.Secret
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		secret, err = client.CoreV1().Secrets("legacy").Get(ctx, "bot-token", metav1.GetOptions{})
+		return err == nil && len(secret.Data[corev1.ServiceAccountTokenKey]) > 0, err
+	})
+	if err != nil {
+		t.Fatalf("token secret never filled: %v", err)
+	}
+	if string(secret.Data[corev1.ServiceAccountRootCAKey]) != string(s.ClientConfig.CAData) || string(secret.Data[corev1.ServiceAccountNamespaceKey]) != "legacy" {
+		t.Fatalf("token secret has ca.crt %q and namespace %q", secret.Data[corev1.ServiceAccountRootCAKey], secret.Data[corev1.ServiceAccountNamespaceKey])
+	}
+	cfg := rest.AnonymousClientConfig(s.ClientConfig)
+	cfg.BearerToken = string(secret.Data[corev1.ServiceAccountTokenKey])
+	review, err := kubernetes.NewForConfigOrDie(cfg).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("authenticate with the secret's token: %v", err)
+	}
+	if got := review.Status.UserInfo.Username; got != "system:serviceaccount:legacy:bot" {
+		t.Fatalf("the token authenticates as %q", got)
+	}
 }
