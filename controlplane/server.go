@@ -96,6 +96,12 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// One liveness check per enabled controller: /livez/controller-<name>.
+	// Not readiness: the controllers start only once the server is ready.
+	health := manager.NewHealth(opts.Controllers)
+	if err := chain.GenericAPIServer.AddLivezChecks(0, health.Checks()...); err != nil {
+		return fmt.Errorf("adding controller health checks: %w", err)
+	}
 	prepared, err := chain.PrepareRun()
 	if err != nil {
 		return fmt.Errorf("preparing the API servers: %w", err)
@@ -109,7 +115,7 @@ func (s *Server) Run(ctx context.Context) error {
 	controllersDone := make(chan struct{})
 	go func() {
 		defer close(controllersDone)
-		s.runControllers(ctx)
+		s.runControllers(ctx, health)
 	}()
 	go func() {
 		<-ctx.Done()
@@ -129,7 +135,7 @@ func (s *Server) Run(ctx context.Context) error {
 // and runs them until ctx is done. The manager authenticates as
 // system:kube-controller-manager with a certificate that lives only in
 // memory; each controller then acts as its own service account.
-func (s *Server) runControllers(ctx context.Context) {
+func (s *Server) runControllers(ctx context.Context, health *manager.Health) {
 	select {
 	case <-s.ready:
 	case <-ctx.Done():
@@ -148,7 +154,7 @@ func (s *Server) runControllers(ctx context.Context) {
 		UserAgent:       "sample-generic-controlplane/controllers",
 		QPS:             -1,
 	}
-	if err := manager.Run(ctx, opts.Controllers, config); err != nil {
+	if err := manager.Run(ctx, opts.Controllers, config, health); err != nil {
 		logger.Error(err, "Controllers failed")
 	}
 }

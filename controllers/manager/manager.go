@@ -216,14 +216,15 @@ func (o *Options) Enabled(name string) bool {
 // (system:kube-controller-manager): it runs the shared informers and mints
 // each controller's service-account credentials, nothing else. Its CA data
 // is the root CA published in every namespace.
-func Run(ctx context.Context, o *Options, rootConfig *rest.Config) error {
+// health, if not nil, receives the state of each controller.
+func Run(ctx context.Context, o *Options, rootConfig *rest.Config, health *Health) error {
 	logger := klog.FromContext(ctx)
 	rootClient, err := kubernetes.NewForConfig(rootConfig)
 	if err != nil {
 		return err
 	}
 	if !o.LeaderElect {
-		return runControllers(ctx, o, rootConfig, rootClient)
+		return runControllers(ctx, o, rootConfig, rootClient, health)
 	}
 	hostname, _ := os.Hostname()
 	id := hostname + "_" + string(uuid.NewUUID())
@@ -252,7 +253,7 @@ func Run(ctx context.Context, o *Options, rootConfig *rest.Config) error {
 				led.Add(1)
 				defer led.Done()
 				logger.Info("Leading; starting controllers", "identity", id)
-				runErr = runControllers(ctx, o, rootConfig, rootClient)
+				runErr = runControllers(ctx, o, rootConfig, rootClient, health)
 			},
 			OnStoppedLeading: func() { logger.Info("No longer leading; controllers stopped", "identity", id) },
 		},
@@ -260,13 +261,13 @@ func Run(ctx context.Context, o *Options, rootConfig *rest.Config) error {
 	return runErr
 }
 
-func runControllers(ctx context.Context, o *Options, rootConfig *rest.Config, rootClient kubernetes.Interface) error {
+func runControllers(ctx context.Context, o *Options, rootConfig *rest.Config, rootClient kubernetes.Interface, health *Health) error {
 	logger := klog.FromContext(ctx)
 	c, err := newContext(ctx, rootConfig, rootClient)
 	if err != nil {
 		return err
 	}
-	var runs []func(context.Context)
+	runs := map[string]func(context.Context){}
 	for _, entry := range registry {
 		if !o.Enabled(entry.name) {
 			logger.Info("Controller disabled", "controller", entry.name)
@@ -274,12 +275,15 @@ func runControllers(ctx context.Context, o *Options, rootConfig *rest.Config, ro
 		}
 		run, err := entry.build(ctx, c, o)
 		if err != nil {
-			return fmt.Errorf("starting controller %s: %w", entry.name, err)
+			// One broken controller must not stop the others.
+			logger.Error(err, "Controller cannot start", "controller", entry.name)
+			health.failed(entry.name, "cannot start", err)
+			continue
 		}
 		if run == nil { // not configured to do anything; it said why
 			continue
 		}
-		runs = append(runs, run)
+		runs[entry.name] = run
 		logger.Info("Controller started", "controller", entry.name)
 	}
 	c.InformerFactory.Start(ctx.Done())
@@ -288,8 +292,13 @@ func runControllers(ctx context.Context, o *Options, rootConfig *rest.Config, ro
 	close(c.InformersStarted)
 
 	var wg sync.WaitGroup
-	for _, run := range runs {
-		wg.Go(func() { run(ctx) })
+	for name, run := range runs {
+		wg.Go(func() {
+			run(ctx)
+			if ctx.Err() == nil {
+				health.failed(name, "stopped", errors.New("the controller returned while the manager runs"))
+			}
+		})
 	}
 	wg.Wait()
 	return nil

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -52,5 +53,28 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestHealthReportsFailedControllers(t *testing.T) {
+	o := NewOptions()
+	o.Controllers = []string{"*", "-namespace"}
+	h := NewHealth(o)
+	checks := map[string]func() error{}
+	for _, c := range h.Checks() {
+		checks[c.Name()] = func() error { return c.Check(nil) }
+	}
+	if _, ok := checks["controller-namespace"]; ok {
+		t.Error("a disabled controller has a health check")
+	}
+	if err := checks["controller-garbagecollector"](); err != nil {
+		t.Fatalf("healthy before anything happened: %v", err)
+	}
+	h.failed("garbagecollector", "cannot start", errors.New("no discovery"))
+	if err := checks["controller-garbagecollector"](); err == nil || !strings.Contains(err.Error(), "no discovery") {
+		t.Fatalf("failed controller reports %v", err)
+	}
+	if err := checks["controller-serviceaccount"](); err != nil {
+		t.Fatalf("another controller's failure leaked: %v", err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 )
 
@@ -226,6 +227,10 @@ func TestControllersFlagDisablesGarbageCollector(t *testing.T) {
 	if _, err := client.CoreV1().ServiceAccounts("kube-system").Get(ctx, "generic-garbage-collector", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the disabled garbage collector obtained its identity: %v", err)
 	}
+	report := livez(t, s.ClientConfig)
+	if strings.Contains(report, "controller-garbagecollector") || !strings.Contains(report, "[+]controller-namespace ok") {
+		t.Fatalf("/livez?verbose should list the namespace controller and not the disabled collector:\n%s", report)
+	}
 }
 
 func gadgetGVK(kind string) schema.GroupVersionKind {
@@ -356,5 +361,25 @@ func TestServiceAccountTokenSecretIsFilled(t *testing.T) {
 	}
 	if got := review.Status.UserInfo.Username; got != "system:serviceaccount:legacy:bot" {
 		t.Fatalf("the token authenticates as %q", got)
+	}
+}
+
+// livez returns the verbose /livez report.
+func livez(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	body, err := kubernetes.NewForConfigOrDie(cfg).Discovery().RESTClient().Get().AbsPath("/livez").Param("verbose", "true").DoRaw(t.Context())
+	if err != nil {
+		t.Fatalf("/livez: %v: %s", err, body)
+	}
+	return string(body)
+}
+
+func TestEveryControllerHasAHealthCheck(t *testing.T) {
+	s := sharedServer(t)
+	report := livez(t, s.ClientConfig)
+	for _, name := range manager.KnownControllers() {
+		if want := "[+]controller-" + name + " ok"; !strings.Contains(report, want) {
+			t.Errorf("/livez?verbose lacks %q:\n%s", want, report)
+		}
 	}
 }

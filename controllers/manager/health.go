@@ -1,0 +1,56 @@
+package manager
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+
+	"k8s.io/apiserver/pkg/server/healthz"
+)
+
+// Health reports, per enabled controller, whether it is healthy: a
+// controller that failed to start, or stopped while the manager runs, is
+// not. A replica that does not lead runs no controller and is healthy.
+type Health struct {
+	mu     sync.Mutex
+	status map[string]error
+	checks []healthz.HealthChecker
+}
+
+// NewHealth returns the health of the controllers o enables.
+func NewHealth(o *Options) *Health {
+	h := &Health{status: map[string]error{}}
+	for _, c := range registry {
+		if !o.Enabled(c.name) {
+			continue
+		}
+		name := c.name
+		h.checks = append(h.checks, healthz.NamedCheck("controller-"+name, func(*http.Request) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return h.status[name]
+		}))
+	}
+	return h
+}
+
+// Checks are one health check per enabled controller, named controller-<name>.
+func (h *Health) Checks() []healthz.HealthChecker {
+	if h == nil {
+		return nil
+	}
+	return h.checks
+}
+
+func (h *Health) set(name string, err error) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.status[name] = err
+}
+
+func (h *Health) failed(name, what string, err error) {
+	h.set(name, fmt.Errorf("%s: %w", what, err))
+}
