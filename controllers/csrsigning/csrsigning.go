@@ -7,10 +7,10 @@ package csrsigning
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/certificates/signer"
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
@@ -24,10 +24,11 @@ const (
 )
 
 // New builds the signer from the CA in certFile and keyFile; certificates it
-// issues are valid for ttl.
+// issues are valid for ttl. Without a CA it returns nil (nothing to run).
 func New(ctx context.Context, c *controllercontext.Context, certFile, keyFile string, ttl time.Duration) (func(context.Context), error) {
 	if certFile == "" || keyFile == "" {
-		return nil, errors.New(Name + ": --cluster-signing-cert-file and --cluster-signing-key-file are required")
+		klog.FromContext(ctx).Info("No --cluster-signing-cert-file and --cluster-signing-key-file; CSRs are not signed", "controller", Name)
+		return nil, nil
 	}
 	client, err := c.ClientBuilder.Client(identity)
 	if err != nil {

@@ -219,6 +219,13 @@ func (o *Options) Enabled(name string) bool {
 // health, if not nil, receives the state of each controller.
 func Run(ctx context.Context, o *Options, rootConfig *rest.Config, health *Health) error {
 	logger := klog.FromContext(ctx)
+	if !slices.ContainsFunc(registry, func(c controller) bool { return o.Enabled(c.name) }) {
+		// Leading with nothing to run would keep the Lease from a
+		// replica (or a controllers process) that has controllers.
+		logger.Info("No controllers enabled; not taking part in leader election")
+		<-ctx.Done()
+		return nil
+	}
 	rootClient, err := kubernetes.NewForConfig(rootConfig)
 	if err != nil {
 		return err

@@ -77,7 +77,7 @@ an admin kubeconfig that it prints when ready.`,
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
 
-	cmd.AddCommand(newVersionCommand())
+	cmd.AddCommand(newVersionCommand(), newControllersCommand())
 	return cmd
 }
 

@@ -1,0 +1,48 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	cliflag "k8s.io/component-base/cli/flag"
+
+	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
+)
+
+// newControllersCommand runs only the controllers, against a control plane
+// elsewhere, as kube-controller-manager would (hyperkube-style).
+func newControllersCommand() *cobra.Command {
+	opts := manager.NewOptions()
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "controllers --kubeconfig=FILE",
+		Short: "Run only the controllers, against the control plane in --kubeconfig",
+		Long: `Runs the controllers that the all-in-one control plane runs in-process, against the API
+server in --kubeconfig. Its user should be system:kube-controller-manager (or an admin): it
+runs the shared informers and obtains each controller's service-account credentials.
+Replicas elect a leader on the Lease kube-system/` + manager.LeaseName + `.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if kubeconfig == "" {
+				return fmt.Errorf("--kubeconfig is required; write e.g. --kubeconfig=$HOME/.local/share/sample-generic-controlplane/admin.kubeconfig")
+			}
+			if err := opts.Validate(); err != nil {
+				return err
+			}
+			config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+			}
+			return manager.Run(cmd.Context(), opts, config, nil)
+		},
+	}
+	var fss cliflag.NamedFlagSets
+	fss.FlagSet("connection").StringVar(&kubeconfig, "kubeconfig", kubeconfig, "Kubeconfig of the control plane to run the controllers against.")
+	opts.AddFlags(fss.FlagSet("controllers"))
+	for _, fs := range fss.FlagSets {
+		cmd.Flags().AddFlagSet(fs)
+	}
+	cliflag.SetUsageAndHelpFunc(cmd, fss, 0)
+	return cmd
+}
