@@ -45,12 +45,17 @@ verify:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-# The anchor: the upstream generic sample and etcd, built from our module graph.
+# The anchors, built from our module graph: the upstream generic sample and etcd
+# for start-up and memory, kube-controller-manager for the controllers.
 bench: build
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/anchor-apiserver k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic
 	$(GO) build -o $(BIN)/anchor-etcd go.etcd.io/etcd/server/v3
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/anchor-kcm k8s.io/kubernetes/cmd/kube-controller-manager
 	$(GO) run ./hack/bench/startup -binary $(BINARY) \
 		-anchor-apiserver $(BIN)/anchor-apiserver -anchor-etcd $(BIN)/anchor-etcd $(BENCH_ARGS)
+	$(GO) run ./hack/bench/controllers -binary $(BINARY) -kcm $(BIN)/anchor-kcm
+	$(GO) run ./hack/bench/controllers -binary $(BINARY) -kcm $(BIN)/anchor-kcm \
+		-kcm-args "--kube-api-qps=1000 --kube-api-burst=2000"
 
 clean:
 	rm -rf $(BIN)

@@ -10,24 +10,19 @@
 package main
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
+
 	"path/filepath"
-	"slices"
+	"sigs.k8s.io/sample-generic-controlplane/hack/bench/internal/benchutil"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -64,19 +59,7 @@ func seconds(v float64) string   { return fmt.Sprintf("%.3f", v) }
 func megabytes(v float64) string { return fmt.Sprintf("%.0f", v) }
 
 func row(name string, ours, anchor []float64, format func(float64) string) {
-	cell := func(v []float64) string {
-		return fmt.Sprintf("%s (%s-%s)", format(median(v)), format(slices.Min(v)), format(slices.Max(v)))
-	}
-	fmt.Printf("%-28s %22s %22s %8.2f\n", name, cell(ours), cell(anchor), median(ours)/median(anchor))
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	fmt.Printf("%-28s %22s %22s %8.2f\n", name, benchutil.Cell(ours, format), benchutil.Cell(anchor, format), benchutil.Median(ours)/benchutil.Median(anchor))
 }
 
 func fail(err error) {
@@ -92,27 +75,27 @@ func measureOurs(binary string, idle time.Duration, r *results) error {
 		return err
 	}
 	defer os.RemoveAll(dir) //nolint:errcheck
-	port, err := freePort()
+	port, err := benchutil.FreePort()
 	if err != nil {
 		return err
 	}
 	args := []string{"--data-dir=" + dir, "--secure-port=" + strconv.Itoa(port)}
 	for i, into := range []*[]float64{&r.first, &r.restart} {
 		start := time.Now()
-		p, err := startProcess(binary, args, filepath.Join(dir, fmt.Sprintf("log-%d", i)))
+		p, err := benchutil.Start(binary, args, filepath.Join(dir, fmt.Sprintf("log-%d", i)))
 		if err != nil {
 			return err
 		}
-		if err := waitReady(port, p, 60*time.Second); err != nil {
-			p.kill()
+		if err := benchutil.WaitReady(port, p, 60*time.Second); err != nil {
+			p.Kill()
 			return fmt.Errorf("sample-generic-controlplane: %w", err)
 		}
 		*into = append(*into, time.Since(start).Seconds())
 		if into == &r.restart {
 			time.Sleep(idle) // the figure is memory at rest
-			r.rss = append(r.rss, rssMB(p.cmd.Process.Pid))
+			r.rss = append(r.rss, rssMB(p.Cmd.Process.Pid))
 		}
-		if err := p.stop(); err != nil {
+		if err := p.Stop(); err != nil {
 			return err
 		}
 	}
@@ -134,7 +117,7 @@ func measureAnchor(apiserver, etcd string, idle time.Duration, r *results) error
 	}
 	ports := make([]int, 3)
 	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
+		if ports[i], err = benchutil.FreePort(); err != nil {
 			return err
 		}
 	}
@@ -156,127 +139,34 @@ func measureAnchor(apiserver, etcd string, idle time.Duration, r *results) error
 	}
 	for i, into := range []*[]float64{&r.first, &r.restart} {
 		start := time.Now()
-		e, err := startProcess(etcd, etcdArgs, filepath.Join(dir, fmt.Sprintf("etcd-log-%d", i)))
+		e, err := benchutil.Start(etcd, etcdArgs, filepath.Join(dir, fmt.Sprintf("etcd-log-%d", i)))
 		if err != nil {
 			return err
 		}
-		a, err := startProcess(apiserver, apiArgs, filepath.Join(dir, fmt.Sprintf("apiserver-log-%d", i)))
+		a, err := benchutil.Start(apiserver, apiArgs, filepath.Join(dir, fmt.Sprintf("apiserver-log-%d", i)))
 		if err != nil {
-			e.kill()
+			e.Kill()
 			return err
 		}
-		if err := waitReady(ports[2], a, 60*time.Second); err != nil {
-			a.kill()
-			e.kill()
+		if err := benchutil.WaitReady(ports[2], a, 60*time.Second); err != nil {
+			a.Kill()
+			e.Kill()
 			return fmt.Errorf("anchor: %w", err)
 		}
 		*into = append(*into, time.Since(start).Seconds())
 		if into == &r.restart {
 			time.Sleep(idle)
-			r.rss = append(r.rss, rssMB(a.cmd.Process.Pid)+rssMB(e.cmd.Process.Pid))
+			r.rss = append(r.rss, rssMB(a.Cmd.Process.Pid)+rssMB(e.Cmd.Process.Pid))
 		}
-		if err := a.stop(); err != nil {
-			e.kill()
+		if err := a.Stop(); err != nil {
+			e.Kill()
 			return err
 		}
-		if err := e.stop(); err != nil {
+		if err := e.Stop(); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-type process struct {
-	cmd  *exec.Cmd
-	done chan error
-	log  string
-}
-
-func startProcess(path string, args []string, logFile string) (*process, error) {
-	log, err := os.Create(logFile)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		log.Close() //nolint:errcheck
-		return nil, fmt.Errorf("starting %s: %w", path, err)
-	}
-	p := &process{cmd: cmd, done: make(chan error, 1), log: logFile}
-	go func() {
-		p.done <- cmd.Wait()
-		log.Close() //nolint:errcheck
-	}()
-	return p, nil
-}
-
-func (p *process) stop() error {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(60 * time.Second):
-		p.kill()
-		return fmt.Errorf("%s did not stop within 60s after SIGTERM", p.cmd.Path)
-	}
-}
-
-func (p *process) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
-
-// waitReady polls /readyz every 5 ms. The probe skips certificate
-// verification: it measures readiness on loopback, it does not authenticate
-// the server, and the anchor's certificate is self-signed.
-func waitReady(port int, p *process, timeout time.Duration) error {
-	client := &http.Client{
-		Timeout:   time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // see above
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", port)
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close() //nolint:errcheck
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case err := <-p.done:
-			return fmt.Errorf("exited before ready (%v); log: %s", err, p.log)
-		case <-ctx.Done():
-			return fmt.Errorf("not ready after %s; log: %s", timeout, p.log)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
-func rssMB(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close() //nolint:errcheck
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func writeECKey(path string) error {
@@ -289,4 +179,19 @@ func writeECKey(path string) error {
 		return err
 	}
 	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
+}
+
+// rssMB reads the resident set size of pid, in MiB.
+func rssMB(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
 }

@@ -1,0 +1,117 @@
+// Package benchutil holds what the benchmark harnesses share: processes
+// started and stopped by signal, readiness probes, free ports and medians.
+package benchutil
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"syscall"
+	"time"
+)
+
+// Process is a child process whose output goes to a log file.
+type Process struct {
+	Cmd  *exec.Cmd
+	Log  string
+	done chan error
+}
+
+// Start runs path with args, output to logFile.
+func Start(path string, args []string, logFile string) (*Process, error) {
+	log, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close() //nolint:errcheck
+		return nil, fmt.Errorf("starting %s: %w", path, err)
+	}
+	p := &Process{Cmd: cmd, Log: logFile, done: make(chan error, 1)}
+	go func() {
+		p.done <- cmd.Wait()
+		log.Close() //nolint:errcheck
+	}()
+	return p, nil
+}
+
+// Stop sends SIGTERM and waits up to a minute, then kills.
+func (p *Process) Stop() error {
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(time.Minute):
+		p.Kill()
+		return fmt.Errorf("%s did not stop within a minute after SIGTERM", p.Cmd.Path)
+	}
+}
+
+// Kill ends the process at once and waits for it.
+func (p *Process) Kill() {
+	_ = p.Cmd.Process.Kill()
+	<-p.done
+}
+
+// WaitReady polls https://127.0.0.1:port/readyz every 5 ms until it answers
+// 200, p exits or timeout passes. The probe skips certificate verification:
+// it measures readiness on loopback and does not authenticate the server
+// (the upstream anchor's certificate is self-signed).
+func WaitReady(port int, p *Process, timeout time.Duration) error {
+	client := &http.Client{
+		Timeout:   time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // see above
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", port)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close() //nolint:errcheck
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			return fmt.Errorf("exited before ready (%v); log: %s", err, p.Log)
+		case <-ctx.Done():
+			return fmt.Errorf("not ready after %s; log: %s", timeout, p.Log)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// FreePort returns a loopback port free at the time of the call.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close() //nolint:errcheck
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Median of v.
+func Median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// Cell formats the median and range of v.
+func Cell(v []float64, format func(float64) string) string {
+	return fmt.Sprintf("%s (%s-%s)", format(Median(v)), format(slices.Min(v)), format(slices.Max(v)))
+}
