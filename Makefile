@@ -3,7 +3,7 @@
 #   make run    build and start the control plane on its embedded defaults
 #   make test   unit, integration and end-to-end tests (what CI runs)
 #   make verify gofmt, go vet
-#   make bench  start-up time and idle memory, beside the upstream anchor
+#   make bench  start-up, idle memory and controllers, beside upstream anchors
 
 SHELL := /usr/bin/env bash
 GO ?= go
