@@ -383,3 +383,29 @@ func TestEveryControllerHasAHealthCheck(t *testing.T) {
 		}
 	}
 }
+
+// A namespace holding custom resources whose CRD is deleted meanwhile still
+// finishes deleting.
+func TestNamespaceDeletionFinishesAfterItsCRDIsDeleted(t *testing.T) {
+	s := sharedServer(t)
+	ctx := t.Context()
+	client := kubernetes.NewForConfigOrDie(s.ClientConfig)
+	doodads := createCRD(t, s.ClientConfig, "doodads", "Doodad")
+	newNamespace(t, client, "orphaned-crs")
+	resourceClient{ResourceInterface: doodads.Namespace("orphaned-crs"), gvk: gadgetGVK("Doodad")}.createOwned(t, "d1")
+
+	if err := apiextensionsclient.NewForConfigOrDie(s.ClientConfig).ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, "doodads.gc.example.com", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.CoreV1().Namespaces().Delete(ctx, "orphaned-crs", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().Namespaces().Get(ctx, "orphaned-crs", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), ignoreNotFound(err)
+	})
+	if err != nil {
+		got, _ := client.CoreV1().Namespaces().Get(ctx, "orphaned-crs", metav1.GetOptions{})
+		t.Fatalf("namespace stuck after its CRD was deleted (status %+v): %v", got.Status, err)
+	}
+}
