@@ -282,6 +282,18 @@ func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 	if o.Controllers.ClusterSigningCertFile == "" && o.Controllers.ClusterSigningKeyFile == "" {
 		o.Controllers.ClusterSigningCertFile, o.Controllers.ClusterSigningKeyFile = pki.CA.CertFile, pki.CA.KeyFile
 	}
+	// The manager talks over the loopback connection, whose CA is not the
+	// one to publish: publish the cluster CA, unless the user serves with a
+	// certificate of their own (then only they know; --root-ca-file).
+	if o.Controllers.RootCAFile == "" && serving.CertFile == pki.ServingCertFile {
+		o.Controllers.RootCAFile = pki.CA.CertFile
+	}
+	// With the embedded etcd no other replica can exist (its socket is
+	// private), so there is nobody to elect against; skipping the election
+	// also spares a restart after a crash the wait for the old lease.
+	if o.Embedded() {
+		o.Controllers.LeaderElect = false
+	}
 	if o.Controllers.ServiceAccountKeyFile == "" {
 		o.Controllers.ServiceAccountKeyFile = cp.ServiceAccountSigningKeyFile
 	}

@@ -132,9 +132,9 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // runControllers starts the in-process controllers once the API is ready
-// and runs them until ctx is done. The manager authenticates as
-// system:kube-controller-manager with a certificate that lives only in
-// memory; each controller then acts as its own service account.
+// and runs them until ctx is done. The manager acts as
+// system:kube-controller-manager; each controller then acts as its own
+// service account.
 func (s *Server) runControllers(ctx context.Context, health *manager.Health) {
 	select {
 	case <-s.ready:
@@ -142,19 +142,13 @@ func (s *Server) runControllers(ctx context.Context, health *manager.Health) {
 		return
 	}
 	logger := klog.FromContext(ctx)
-	opts := s.config.Options
-	certPEM, keyPEM, err := opts.PKI.CA.IssueClientCertificate(user.KubeControllerManager, nil)
-	if err != nil {
-		logger.Error(err, "Cannot issue the controller manager's certificate; controllers do not run")
-		return
-	}
-	config := &rest.Config{
-		Host:            s.url,
-		TLSClientConfig: rest.TLSClientConfig{CAData: opts.PKI.CA.CertPEM(), CertData: certPEM, KeyData: keyPEM},
-		UserAgent:       "sample-generic-controlplane/controllers",
-		QPS:             -1,
-	}
-	if err := manager.Run(ctx, opts.Controllers, config, health); err != nil {
+	// The loopback connection works whatever serving certificate and client
+	// CA the user configured; impersonation gives the manager exactly the
+	// permissions of system:kube-controller-manager.
+	config := rest.CopyConfig(s.config.APIs.ControlPlane.Generic.LoopbackClientConfig)
+	config.Impersonate = rest.ImpersonationConfig{UserName: user.KubeControllerManager}
+	config.UserAgent = "sample-generic-controlplane/controllers"
+	if err := manager.Run(ctx, s.config.Options.Controllers, config, health); err != nil {
 		logger.Error(err, "Controllers failed")
 	}
 }

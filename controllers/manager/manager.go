@@ -67,10 +67,14 @@ type Options struct {
 	ClusterSigningDuration time.Duration
 	// ServiceAccountKeyFile signs legacy service-account token secrets.
 	ServiceAccountKeyFile string
-	LeaderElect           bool
-	LeaseDuration         time.Duration
-	RenewDeadline         time.Duration
-	RetryPeriod           time.Duration
+	// RootCAFile is the CA published in kube-root-ca.crt and token secrets:
+	// the one that verifies the API server. Empty: the CA of the manager's
+	// own client configuration.
+	RootCAFile    string
+	LeaderElect   bool
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
 }
 
 // NewOptions returns kube-controller-manager's defaults.
@@ -150,6 +154,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClusterSigningKeyFile, "cluster-signing-key-file", o.ClusterSigningKeyFile, "PEM private key of --cluster-signing-cert-file. Defaults to the cluster CA's key in --data-dir.")
 	fs.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", o.ClusterSigningDuration, "Longest validity of a signed certificate; a CSR's spec.expirationSeconds may ask for less.")
 	fs.StringVar(&o.ServiceAccountKeyFile, "service-account-private-key-file", o.ServiceAccountKeyFile, "PEM private key that signs legacy service-account token secrets. Defaults to the service-account signing key in --data-dir.")
+	fs.StringVar(&o.RootCAFile, "root-ca-file", o.RootCAFile, "PEM CA published in every namespace (kube-root-ca.crt) and in token secrets. Defaults to the cluster CA in --data-dir, or for the controllers subcommand to the CA in --kubeconfig.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas sharing one etcd (Lease kube-system/"+LeaseName+") so that each controller runs once.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a non-leader waits after the last renewal before taking over.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before it gives up leadership.")
@@ -185,8 +190,10 @@ func (o *Options) Validate() error {
 	if (o.ClusterSigningCertFile == "") != (o.ClusterSigningKeyFile == "") {
 		errs = append(errs, errors.New("--cluster-signing-cert-file and --cluster-signing-key-file go together; set both or neither"))
 	}
-	if o.LeaderElect && !(o.RetryPeriod > 0 && o.RetryPeriod < o.RenewDeadline && o.RenewDeadline < o.LeaseDuration) {
-		errs = append(errs, fmt.Errorf("--leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s) < --leader-elect-lease-duration (%s) must hold", o.RetryPeriod, o.RenewDeadline, o.LeaseDuration))
+	// client-go panics on timings it does not accept; refuse them here.
+	if o.LeaderElect && !(o.RetryPeriod > 0 && float64(o.RenewDeadline) > leaderelection.JitterFactor*float64(o.RetryPeriod) && o.RenewDeadline < o.LeaseDuration) {
+		errs = append(errs, fmt.Errorf("leader election timings: --leader-elect-renew-deadline (%s) must exceed %.1f × --leader-elect-retry-period (%s) and be less than --leader-elect-lease-duration (%s)",
+			o.RenewDeadline, leaderelection.JitterFactor, o.RetryPeriod, o.LeaseDuration))
 	}
 	return errors.Join(errs...)
 }
@@ -214,8 +221,7 @@ func (o *Options) Enabled(name string) bool {
 // Run runs the enabled controllers until ctx is done; with leader election
 // only while this replica leads. rootConfig authenticates the manager itself
 // (system:kube-controller-manager): it runs the shared informers and mints
-// each controller's service-account credentials, nothing else. Its CA data
-// is the root CA published in every namespace.
+// each controller's service-account credentials, nothing else.
 // health, if not nil, receives the state of each controller.
 func Run(ctx context.Context, o *Options, rootConfig *rest.Config, health *Health) error {
 	logger := klog.FromContext(ctx)
@@ -240,15 +246,45 @@ func Run(ctx context.Context, o *Options, rootConfig *rest.Config, health *Healt
 		Client:     rootClient.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
-	// RunOrDie returns when ctx ends without waiting for OnStartedLeading;
-	// wait for the controllers ourselves, so that none outlives the manager
-	// (and the API server it talks to).
-	var (
-		runErr error
-		led    sync.WaitGroup
-	)
-	defer led.Wait()
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+	// Campaign until ctx ends: a replica that loses leadership (e.g. it
+	// could not renew in time) stops its controllers and campaigns again,
+	// instead of living on without controllers.
+	for {
+		campaign(ctx, o, lock, id, func(ctx context.Context) error {
+			return runControllers(ctx, o, rootConfig, rootClient, health)
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		logger.Info("Lost leadership; campaigning again", "identity", id)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(o.RetryPeriod):
+		}
+	}
+}
+
+// campaign runs one leadership term: it waits to lead, runs controllers
+// while leading, and returns once leadership ended and the controllers have
+// stopped. The lease is released only after they stopped (on shutdown, or
+// when they fail), so another replica never overlaps with them.
+func campaign(ctx context.Context, o *Options, lock resourcelock.Interface, id string, run func(context.Context) error) {
+	logger := klog.FromContext(ctx)
+	// The election has a context of its own: ending ctx must first stop
+	// the controllers, and only then cancel the election, which releases
+	// the lease (ReleaseOnCancel).
+	electionCtx, cancelElection := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelElection()
+	term := &leadershipTerm{}
+	// A replica that is not leading stops campaigning as soon as ctx ends.
+	stopFollowing := context.AfterFunc(ctx, func() {
+		if !term.leading() {
+			cancelElection()
+		}
+	})
+	defer stopFollowing()
+	leaderelection.RunOrDie(electionCtx, leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   o.LeaseDuration,
 		RenewDeadline:   o.RenewDeadline,
@@ -256,22 +292,76 @@ func Run(ctx context.Context, o *Options, rootConfig *rest.Config, health *Healt
 		ReleaseOnCancel: true,
 		Name:            LeaseName,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				led.Add(1)
-				defer led.Done()
+			OnStartedLeading: func(leadingCtx context.Context) {
+				done, ok := term.begin()
+				if !ok {
+					return
+				}
+				defer close(done)
+				// Controllers stop when leadership is lost or ctx ends.
+				runCtx, stopRun := context.WithCancel(leadingCtx)
+				defer stopRun()
+				defer context.AfterFunc(ctx, stopRun)()
 				logger.Info("Leading; starting controllers", "identity", id)
-				runErr = runControllers(ctx, o, rootConfig, rootClient, health)
+				if err := run(runCtx); err != nil {
+					logger.Error(err, "Controllers failed; giving up leadership", "identity", id)
+				}
+				cancelElection()
 			},
-			OnStoppedLeading: func() { logger.Info("No longer leading; controllers stopped", "identity", id) },
+			OnStoppedLeading: func() { logger.Info("Leadership ended", "identity", id) },
 		},
 	})
-	return runErr
+	// RunOrDie returns without waiting for OnStartedLeading.
+	term.end()
+}
+
+// leadershipTerm hands the controllers of one term from client-go's
+// leader-election goroutine to Run, which waits for them to stop.
+type leadershipTerm struct {
+	mu    sync.Mutex
+	ended bool
+	done  chan struct{}
+}
+
+// leading reports whether the term's controllers have started.
+func (t *leadershipTerm) leading() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.done != nil
+}
+
+// begin registers the term's controllers; false once the term has ended
+// (then they must not start).
+func (t *leadershipTerm) begin() (chan struct{}, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return nil, false
+	}
+	t.done = make(chan struct{})
+	return t.done, true
+}
+
+// end closes the term and waits for its controllers, if they started.
+func (t *leadershipTerm) end() {
+	t.mu.Lock()
+	t.ended = true
+	done := t.done
+	t.mu.Unlock()
+	if done != nil {
+		<-done
+	}
 }
 
 func runControllers(ctx context.Context, o *Options, rootConfig *rest.Config, rootClient kubernetes.Interface, health *Health) error {
 	logger := klog.FromContext(ctx)
-	c, err := newContext(ctx, rootConfig, rootClient)
+	c, metadataInformers, err := newContext(ctx, o, rootConfig, rootClient)
 	if err != nil {
+		for _, entry := range registry {
+			if o.Enabled(entry.name) {
+				health.failed(entry.name, "cannot start", err)
+			}
+		}
 		return err
 	}
 	runs := map[string]func(context.Context){}
@@ -291,10 +381,12 @@ func runControllers(ctx context.Context, o *Options, rootConfig *rest.Config, ro
 			continue
 		}
 		runs[entry.name] = run
+		health.set(entry.name, nil)
 		logger.Info("Controller started", "controller", entry.name)
 	}
 	c.InformerFactory.Start(ctx.Done())
 	defer c.InformerFactory.Shutdown()
+	defer metadataInformers.Shutdown()
 	c.ObjectOrMetadataInformerFactory.Start(ctx.Done())
 	close(c.InformersStarted)
 
@@ -311,28 +403,35 @@ func runControllers(ctx context.Context, o *Options, rootConfig *rest.Config, ro
 	return nil
 }
 
-func newContext(ctx context.Context, rootConfig *rest.Config, rootClient kubernetes.Interface) (*controllercontext.Context, error) {
+func newContext(ctx context.Context, o *Options, rootConfig *rest.Config, rootClient kubernetes.Interface) (*controllercontext.Context, metadatainformer.SharedInformerFactory, error) {
 	informerConfig := rest.CopyConfig(rootConfig)
 	informerConfig.QPS = -1
 	metadataClient, err := metadata.NewForConfig(informerConfig)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	informerClient, err := kubernetes.NewForConfig(informerConfig)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	typed := informers.NewSharedInformerFactory(informerClient, 0)
 	restMapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(rootClient.Discovery()))
 	go wait.Until(restMapper.Reset, restMapperResetPeriod, ctx.Done())
+	rootCA := rootConfig.CAData
+	if o.RootCAFile != "" {
+		if rootCA, err = os.ReadFile(o.RootCAFile); err != nil {
+			return nil, nil, fmt.Errorf("--root-ca-file: %w", err)
+		}
+	}
+	metadataInformers := metadatainformer.NewSharedInformerFactory(metadataClient, 0)
 	return &controllercontext.Context{
 		ClientBuilder:                   clientbuilder.NewDynamicClientBuilder(rest.AnonymousClientConfig(rootConfig), rootClient.CoreV1(), identityNamespace),
 		InformerFactory:                 typed,
-		ObjectOrMetadataInformerFactory: informerfactory.NewInformerFactory(typed, metadatainformer.NewSharedInformerFactory(metadataClient, 0)),
+		ObjectOrMetadataInformerFactory: informerfactory.NewInformerFactory(typed, metadataInformers),
 		MetadataClient:                  metadataClient,
 		RESTMapper:                      restMapper,
 		InformersStarted:                make(chan struct{}),
-		RootCA:                          rootConfig.CAData,
+		RootCA:                          rootCA,
 		RootClient:                      rootClient,
-	}, nil
+	}, metadataInformers, nil
 }

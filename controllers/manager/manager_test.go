@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestEnabled(t *testing.T) {
@@ -40,6 +41,7 @@ func TestValidate(t *testing.T) {
 		{"zero gc workers", func(o *Options) { o.ConcurrentGCSyncs = 0 }, "--concurrent-gc-syncs must be at least 1"},
 		{"zero namespace workers", func(o *Options) { o.ConcurrentNamespaceSyncs = 0 }, "--concurrent-namespace-syncs must be at least 1"},
 		{"renew deadline beyond lease", func(o *Options) { o.RenewDeadline = o.LeaseDuration }, "--leader-elect-renew-deadline"},
+		{"retry period too close to renew deadline", func(o *Options) { o.RetryPeriod = 9 * time.Second }, "must exceed 1.2"},
 		{"timings ignored without election", func(o *Options) { o.LeaderElect = false; o.RenewDeadline = o.LeaseDuration }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	cliflag "k8s.io/component-base/cli/flag"
 
@@ -34,6 +35,13 @@ Replicas elect a leader on the Lease kube-system/` + manager.LeaseName + `.`,
 			if err != nil {
 				return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 			}
+			// The CA becomes the default root CA to publish, so read a
+			// certificate-authority file into CAData.
+			if err := rest.LoadTLSFiles(config); err != nil {
+				return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+			}
+			// kube-controller-manager's defaults (--kube-api-qps, --kube-api-burst).
+			config.QPS, config.Burst = 50, 100
 			return manager.Run(cmd.Context(), opts, config, nil)
 		},
 	}
