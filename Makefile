@@ -2,7 +2,7 @@
 #
 #   make run    build and start the control plane on its embedded defaults
 #   make test   unit, integration and end-to-end tests (what CI runs)
-#   make verify gofmt, go vet
+#   make verify gofmt, go vet, generated code up to date
 #   make bench  start-up, idle memory and controllers, beside upstream anchors
 
 SHELL := /usr/bin/env bash
@@ -22,7 +22,7 @@ TEST_TIMEOUT ?= 25m
 ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all build kubectl run test test-unit test-e2e verify bench clean
+.PHONY: all build kubectl run test verify codegen bench clean
 
 all: build
 
@@ -44,6 +44,11 @@ verify:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	./hack/verify-codegen.sh
+
+# Regenerate deepcopy, conversion, defaults, OpenAPI and clients (k8s.io/code-generator, pinned in go.mod).
+codegen:
+	./hack/update-codegen.sh
 
 # The anchors, built from our module graph: the upstream generic sample and etcd
 # for start-up and memory, kube-controller-manager for the controllers.
