@@ -1,0 +1,105 @@
+package validation
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"sigs.k8s.io/sample-generic-controlplane/apis/networking"
+)
+
+func claim(records ...networking.AddressSpaceRecord) *networking.NetworkClaim {
+	return &networking.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: "kube-apiserver"}, Spec: networking.NetworkClaimSpec{AddressSpace: records}}
+}
+
+func prefix(p string) networking.AddressSpaceRecord { return networking.AddressSpaceRecord{Prefix: p} }
+
+func TestValidateNetworkClaim(t *testing.T) {
+	many := make([]networking.AddressSpaceRecord, MaxRecords+1)
+	for i := range many {
+		many[i] = prefix("10." + strconv.Itoa(i) + ".0.0/16")
+	}
+	for _, tc := range []struct {
+		name  string
+		claim *networking.NetworkClaim
+		// wantField and wantMessage are substrings of the single expected error; empty: valid.
+		wantField, wantMessage string
+	}{
+		{"ipv4", claim(prefix("10.96.0.0/12")), "", ""},
+		{"ipv6", claim(prefix("fd00:10:96::/112")), "", ""},
+		{"dual stack with reference and description", claim(
+			networking.AddressSpaceRecord{Prefix: "10.96.0.0/12", Description: "Service ClusterIP range", Reference: &networking.ResourceReference{Resource: "services"}},
+			networking.AddressSpaceRecord{Prefix: "fd00::/108", Reference: &networking.ResourceReference{Group: "networking.k8s.io", Resource: "servicecidrs"}},
+		), "", ""},
+		{"host bits set", claim(prefix("10.0.0.1/8")), "spec.addressSpace[0].prefix", "write 10.0.0.0/8"},
+		{"ipv6 not in shortest form", claim(prefix("fd00:0:0::/64")), "spec.addressSpace[0].prefix", "write fd00::/64"},
+		{"not a CIDR", claim(prefix("10.0.0.0")), "spec.addressSpace[0].prefix", "e.g. 10.96.0.0/12"},
+		{"empty prefix", claim(prefix("")), "spec.addressSpace[0].prefix", "write an IPv4 or IPv6 CIDR"},
+		{"zone", claim(prefix("fe80::%eth0/64")), "spec.addressSpace[0].prefix", "must not have an IPv6 zone"},
+		{"ipv4-mapped ipv6", claim(prefix("::ffff:10.0.0.0/104")), "spec.addressSpace[0].prefix", "write the IPv4 prefix, e.g. 10.0.0.0/8"},
+		{"overlapping records", claim(prefix("10.0.0.0/8"), prefix("10.96.0.0/12")), "spec.addressSpace[1].prefix", "overlaps 10.0.0.0/8 (addressSpace[0])"},
+		{"duplicate records", claim(prefix("10.0.0.0/8"), prefix("10.0.0.0/8")), "spec.addressSpace[1].prefix", "Duplicate value"},
+		{"no records", claim(), "spec.addressSpace", "claim at least one prefix"},
+		{"too many records", claim(many...), "spec.addressSpace", "must have at most 64 items"},
+		{"description too long", claim(networking.AddressSpaceRecord{Prefix: "10.0.0.0/8", Description: strings.Repeat("x", 256)}), "spec.addressSpace[0].description", "more than 255"},
+		{"bad group", claim(networking.AddressSpaceRecord{Prefix: "10.0.0.0/8", Reference: &networking.ResourceReference{Group: "Not_A_Group", Resource: "services"}}), "spec.addressSpace[0].reference.group", "write \"\" for the core group"},
+		{"bad resource", claim(networking.AddressSpaceRecord{Prefix: "10.0.0.0/8", Reference: &networking.ResourceReference{Resource: "Services.v1"}}), "spec.addressSpace[0].reference.resource", "plural resource name"},
+		{"missing resource", claim(networking.AddressSpaceRecord{Prefix: "10.0.0.0/8", Reference: &networking.ResourceReference{Group: "example.com"}}), "spec.addressSpace[0].reference.resource", "Required value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := ValidateNetworkClaim(tc.claim)
+			if tc.wantField == "" {
+				if len(errs) > 0 {
+					t.Fatalf("unexpected errors: %v", errs.ToAggregate())
+				}
+				return
+			}
+			if len(errs) != 1 {
+				t.Fatalf("want one error on %s, got %d: %v", tc.wantField, len(errs), errs.ToAggregate())
+			}
+			if errs[0].Field != tc.wantField || !strings.Contains(errs[0].Error(), tc.wantMessage) {
+				t.Fatalf("got %q, want an error on %s containing %q", errs[0].Error(), tc.wantField, tc.wantMessage)
+			}
+		})
+	}
+}
+
+func TestValidateStatusUpdate(t *testing.T) {
+	old := claim(prefix("10.0.0.0/8"))
+	old.ResourceVersion = "1"
+	for _, tc := range []struct {
+		name    string
+		status  networking.NetworkClaimStatus
+		wantErr string
+	}{
+		{"allocated", networking.NetworkClaimStatus{ObservedGeneration: 1, AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationAllocated}}}, ""},
+		{"unavailable without message", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationUnavailable}}}, "status.addressSpace[0].message"},
+		{"unknown status", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: "Maybe"}}}, "status.addressSpace[0].status"},
+		{"negative generation", networking.NetworkClaimStatus{ObservedGeneration: -1}, "status.observedGeneration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			updated := old.DeepCopy()
+			updated.Status = tc.status
+			errs := ValidateNetworkClaimStatusUpdate(updated, old)
+			if tc.wantErr == "" && len(errs) > 0 || tc.wantErr != "" && (len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), tc.wantErr)) {
+				t.Fatalf("errors %v, want one on %q", errs.ToAggregate(), tc.wantErr)
+			}
+		})
+	}
+}
+
+// FuzzValidateNetworkClaim: validation never panics, and what it accepts is
+// canonical and free of overlaps.
+func FuzzValidateNetworkClaim(f *testing.F) {
+	for _, seed := range [][2]string{{"10.0.0.0/8", "fd00::/64"}, {"10.0.0.1/8", "::ffff:1.2.3.4/128"}, {"fe80::%eth0/64", ""}, {"0.0.0.0/0", "::/0"}} {
+		f.Add(seed[0], seed[1], "services", "")
+	}
+	f.Fuzz(func(t *testing.T, a, b, resource, group string) {
+		c := claim(prefix(a), networking.AddressSpaceRecord{Prefix: b, Reference: &networking.ResourceReference{Group: group, Resource: resource}})
+		if errs := ValidateNetworkClaim(c); len(errs) == 0 && (a == b || a == "" || b == "") {
+			t.Fatalf("accepted %q and %q", a, b)
+		}
+	})
+}
