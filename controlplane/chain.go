@@ -54,7 +54,8 @@ func createServerChain(config genericserver.CompletedConfig) (*aggregatorapiserv
 }
 
 // storageProviders are upstream's generic storage providers, with the RBAC
-// one given a bootstrap hook that does not sleep before its first attempt.
+// one given a bootstrap hook that does not sleep before its first attempt,
+// and ours.
 func storageProviders(config genericserver.CompletedConfig, client kubernetes.Interface) ([]controlplaneapiserver.RESTStorageProvider, error) {
 	providers, err := config.ControlPlane.GenericStorageProviders(client.Discovery())
 	if err != nil {
@@ -65,5 +66,6 @@ func storageProviders(config genericserver.CompletedConfig, client kubernetes.In
 			providers[i] = rbacStorage{RESTStorageProvider: rbac}
 		}
 	}
-	return providers, nil
+	// Served only when its versions are enabled (the KANA gate, --runtime-config).
+	return append(providers, networkingStorage{}), nil
 }

@@ -3,15 +3,30 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"path/filepath"
 	"strconv"
 	"time"
 
+	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	"k8s.io/apimachinery/pkg/runtime"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/klog/v2"
+	aggregatorscheme "k8s.io/kube-aggregator/pkg/apiserver/scheme"
+	openapicommon "k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/controlplane"
+	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
+	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
+	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
 
+	networkingopenapi "sigs.k8s.io/sample-generic-controlplane/apis/generated/openapi"
+	"sigs.k8s.io/sample-generic-controlplane/apis/networking"
+	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
 
@@ -67,7 +82,7 @@ func NewConfig(ctx context.Context, opts CompletedOptions) (*Config, error) {
 	}
 
 	start := time.Now()
-	apis, err := genericserver.NewConfig(opts.ControlPlane)
+	apis, err := newAPIsConfig(opts.ControlPlane)
 	if err != nil {
 		return nil, fmt.Errorf("configuring the API servers: %w", err)
 	}
@@ -109,4 +124,50 @@ func (c *Config) Complete() (CompletedConfig, error) {
 		return CompletedConfig{}, err
 	}
 	return CompletedConfig{&completedConfig{Options: c.Options, APIs: apis, EmbeddedEtcd: c.EmbeddedEtcd}}, nil
+}
+
+// newAPIsConfig configures the three servers of the chain as upstream's
+// generic sample does (genericserver.NewConfig), with our API group added:
+// its versions in the resource configuration (when the KANA gate is on) and
+// its OpenAPI definitions beside the built-in ones.
+func newAPIsConfig(opts cpoptions.CompletedOptions) (*genericserver.Config, error) {
+	resources := controlplane.DefaultGenericAPIResourceConfigSource()
+	if utilfeature.DefaultFeatureGate.Enabled(KANA) {
+		resources.EnableVersions(networkingv1alpha1.SchemeGroupVersion)
+	}
+	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
+		opts,
+		[]*runtime.Scheme{legacyscheme.Scheme, apiextensionsapiserver.Scheme, aggregatorscheme.Scheme},
+		resources,
+		openAPIDefinitions,
+	)
+	if err != nil {
+		return nil, err
+	}
+	// Our types have no protobuf encoding; store them as JSON, as CRDs are.
+	storageFactory.SetSerializer(networking.Resource("networkclaims"), runtime.ContentTypeJSON, legacyscheme.Codecs)
+	serviceResolver := webhook.NewDefaultServiceResolver()
+	kubeAPIs, pluginInitializer, err := controlplaneapiserver.CreateConfig(opts, genericConfig, versionedInformers, storageFactory, serviceResolver, nil)
+	if err != nil {
+		return nil, err
+	}
+	authInfoResolver := webhook.NewDefaultAuthenticationInfoResolverWrapper(kubeAPIs.ProxyTransport, kubeAPIs.Generic.EgressSelector, kubeAPIs.Generic.LoopbackClientConfig, kubeAPIs.Generic.TracerProvider)
+	apiExtensions, err := controlplaneapiserver.CreateAPIExtensionsConfig(*kubeAPIs.Generic, kubeAPIs.VersionedInformers, pluginInitializer, opts, 3, serviceResolver, authInfoResolver)
+	if err != nil {
+		return nil, err
+	}
+	aggregator, err := controlplaneapiserver.CreateAggregatorConfig(*kubeAPIs.Generic, opts, kubeAPIs.VersionedInformers, serviceResolver, kubeAPIs.ProxyTransport, kubeAPIs.Extra.PeerProxy, pluginInitializer)
+	if err != nil {
+		return nil, err
+	}
+	// There are no Services to check remote APIServices' availability through.
+	aggregator.ExtraConfig.DisableRemoteAvailableConditionController = true
+	return &genericserver.Config{Options: opts, ControlPlane: kubeAPIs, APIExtensions: apiExtensions, Aggregator: aggregator}, nil
+}
+
+// openAPIDefinitions are upstream's and ours.
+func openAPIDefinitions(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
+	defs := generatedopenapi.GetOpenAPIDefinitions(ref)
+	maps.Copy(defs, networkingopenapi.GetOpenAPIDefinitions(ref))
+	return defs
 }
