@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/user"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -96,6 +97,14 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if utilfeature.DefaultFeatureGate.Enabled(KANA) {
+		// Readiness waits for it: the well-known claims are protected
+		// before the server reports ready.
+		if err := chain.GenericAPIServer.AddPostStartHook(networkingPolicyHook, ensureNetworkingPolicy); err != nil {
+			return err
+		}
+	}
+
 	// One liveness check per enabled controller: /livez/controller-<name>.
 	// Not readiness: the controllers start only once the server is ready.
 	health := manager.NewHealth(opts.Controllers)

@@ -1,7 +1,13 @@
 package integration
 
 import (
+	"context"
+	"strings"
 	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +17,7 @@ import (
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	applyv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/applyconfiguration/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
+	clientv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 )
 
@@ -119,4 +126,75 @@ func TestKANAGateOffServesNoNetworkingGroup(t *testing.T) {
 			t.Fatalf("%s served with KANA=false", g.Name)
 		}
 	}
+}
+
+// A user granted edit may manage claims, but not the well-known ones; an
+// admin may. Read is aggregated into view.
+func TestWellKnownClaimsAreForAdminsOnly(t *testing.T) {
+	s := sharedServer(t)
+	ctx := t.Context()
+	admin := kubernetes.NewForConfigOrDie(s.ClientConfig)
+	for user, role := range map[string]string{"editor": "edit", "viewer": "view"} {
+		if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: user + "-" + role},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claimsAs := func(user string) clientv1alpha1.NetworkClaimInterface {
+		cfg, err := s.ClientConfigFor(user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return versioned.NewForConfigOrDie(cfg).NetworkingV1alpha1().NetworkClaims()
+	}
+	editor, viewer := claimsAs("editor"), claimsAs("viewer")
+
+	// Aggregation into edit and view happens asynchronously; wait for it.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := editor.Create(ctx, newClaim("cni-pods", "10.244.0.0/16"), metav1.CreateOptions{})
+		return err == nil, ignoreForbidden(err)
+	})
+	if err != nil {
+		t.Fatalf("an editor cannot create an ordinary claim: %v", err)
+	}
+	// The admission plugin compiles new policies within about a second;
+	// on a cluster's very first start the policy is that new. Dry runs
+	// until it is enforced, then the real request.
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := editor.Create(ctx, newClaim("kube-apiserver", "10.96.0.0/12"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil, ignoreForbidden(err)
+	})
+	if err != nil {
+		t.Fatalf("the well-known-names policy is never enforced: %v", err)
+	}
+	_, err = editor.Create(ctx, newClaim("kube-apiserver", "10.96.0.0/12"), metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "cluster admins") {
+		t.Fatalf("an editor creates kube-apiserver: want Forbidden by the policy, got %v", err)
+	}
+	if _, err := versioned.NewForConfigOrDie(s.ClientConfig).NetworkingV1alpha1().NetworkClaims().Create(ctx, newClaim("kube-apiserver", "10.96.0.0/12"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the admin creates kube-apiserver: %v", err)
+	}
+	if err := editor.Delete(ctx, "kube-apiserver", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("an editor deletes kube-apiserver: want Forbidden, got %v", err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := viewer.Get(ctx, "kube-apiserver", metav1.GetOptions{})
+		return err == nil, ignoreForbidden(err)
+	})
+	if err != nil {
+		t.Fatalf("a viewer cannot read claims: %v", err)
+	}
+	if _, err := viewer.Create(ctx, newClaim("sneaky", "192.168.0.0/16"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("a viewer creates a claim: want Forbidden, got %v", err)
+	}
+}
+
+func ignoreForbidden(err error) error {
+	if apierrors.IsForbidden(err) {
+		return nil
+	}
+	return err
 }
