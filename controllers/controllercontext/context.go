@@ -5,7 +5,6 @@ package controllercontext
 import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/controller-manager/pkg/clientbuilder"
 	"k8s.io/controller-manager/pkg/informerfactory"
@@ -24,8 +23,6 @@ type Context struct {
 	// factory has them and metadata-only informers for everything else
 	// (custom resources included).
 	ObjectOrMetadataInformerFactory informerfactory.InformerFactory
-	// MetadataClient reads and writes object metadata of any resource.
-	MetadataClient metadata.Interface
 	// RESTMapper follows discovery; the manager resets it periodically so
 	// that resources of CRDs created after start are mapped.
 	RESTMapper *restmapper.DeferredDiscoveryRESTMapper

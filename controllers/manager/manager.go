@@ -428,7 +428,6 @@ func newContext(ctx context.Context, o *Options, rootConfig *rest.Config, rootCl
 		ClientBuilder:                   clientbuilder.NewDynamicClientBuilder(rest.AnonymousClientConfig(rootConfig), rootClient.CoreV1(), identityNamespace),
 		InformerFactory:                 typed,
 		ObjectOrMetadataInformerFactory: informerfactory.NewInformerFactory(typed, metadataInformers),
-		MetadataClient:                  metadataClient,
 		RESTMapper:                      restMapper,
 		InformersStarted:                make(chan struct{}),
 		RootCA:                          rootCA,
