@@ -82,18 +82,18 @@ func NewConfig(ctx context.Context, opts CompletedOptions) (*Config, error) {
 	}
 
 	start := time.Now()
-	apis, err := newAPIsConfig(opts.ControlPlane)
+	// Upstream's sample assumes three API servers; with more than one, a
+	// new CRD waits 5 s before it is Established so the others can catch
+	// up. Nobody else can reach the embedded etcd: this server is the only one.
+	apiServerCount := 3
+	if etcd != nil {
+		apiServerCount = 1
+	}
+	apis, err := newAPIsConfig(opts.ControlPlane, apiServerCount)
 	if err != nil {
 		return nil, fmt.Errorf("configuring the API servers: %w", err)
 	}
 	logger.V(1).Info("API servers configured", "duration", time.Since(start))
-	if etcd != nil {
-		// Upstream's sample assumes three API servers, and with more than
-		// one a new CRD waits 5 s before it is Established so the others
-		// can catch up. Nobody else can reach the embedded etcd, so this
-		// server is the only one.
-		apis.APIExtensions.ExtraConfig.MasterCount = 1
-	}
 	return &Config{Options: opts, APIs: apis, EmbeddedEtcd: etcd}, nil
 }
 
@@ -129,8 +129,9 @@ func (c *Config) Complete() (CompletedConfig, error) {
 // newAPIsConfig configures the three servers of the chain as upstream's
 // generic sample does (genericserver.NewConfig), with our API group added:
 // its versions in the resource configuration (when the KANA gate is on) and
-// its OpenAPI definitions beside the built-in ones.
-func newAPIsConfig(opts cpoptions.CompletedOptions) (*genericserver.Config, error) {
+// its OpenAPI definitions beside the built-in ones. apiServerCount is how
+// many API servers share the storage.
+func newAPIsConfig(opts cpoptions.CompletedOptions, apiServerCount int) (*genericserver.Config, error) {
 	resources := controlplane.DefaultGenericAPIResourceConfigSource()
 	if utilfeature.DefaultFeatureGate.Enabled(KANA) {
 		resources.EnableVersions(networkingv1alpha1.SchemeGroupVersion)
@@ -152,7 +153,7 @@ func newAPIsConfig(opts cpoptions.CompletedOptions) (*genericserver.Config, erro
 		return nil, err
 	}
 	authInfoResolver := webhook.NewDefaultAuthenticationInfoResolverWrapper(kubeAPIs.ProxyTransport, kubeAPIs.Generic.EgressSelector, kubeAPIs.Generic.LoopbackClientConfig, kubeAPIs.Generic.TracerProvider)
-	apiExtensions, err := controlplaneapiserver.CreateAPIExtensionsConfig(*kubeAPIs.Generic, kubeAPIs.VersionedInformers, pluginInitializer, opts, 3, serviceResolver, authInfoResolver)
+	apiExtensions, err := controlplaneapiserver.CreateAPIExtensionsConfig(*kubeAPIs.Generic, kubeAPIs.VersionedInformers, pluginInitializer, opts, apiServerCount, serviceResolver, authInfoResolver)
 	if err != nil {
 		return nil, err
 	}
