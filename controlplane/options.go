@@ -226,7 +226,7 @@ func (o *Options) Complete(ctx context.Context) (CompletedOptions, error) {
 	if err != nil {
 		return CompletedOptions{}, err
 	}
-	c := &completedOptions{DataDir: dataDir, EmbeddedEtcd: o.EmbeddedEtcd, Controllers: o.Controllers, lock: lock}
+	c := &completedOptions{DataDir: dataDir, EmbeddedEtcd: o.EmbeddedEtcd, lock: lock}
 	if err := o.complete(ctx, c); err != nil {
 		c.Release()
 		return CompletedOptions{}, err
@@ -235,7 +235,9 @@ func (o *Options) Complete(ctx context.Context) (CompletedOptions, error) {
 }
 
 func (o *Options) complete(ctx context.Context, c *completedOptions) error {
-	cp := o.ControlPlane
+	cp := copyForCompletion(o.ControlPlane)
+	controllers := *o.Controllers
+	c.Controllers = &controllers
 	pki, err := bootstrap.EnsurePKI(filepath.Join(c.DataDir, "pki"), o.servingHosts())
 	if err != nil {
 		return fmt.Errorf("preparing certificates in %s: %w", c.DataDir, err)
@@ -279,23 +281,23 @@ func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 			authn.ServiceAccounts.KeyFiles = []string{pki.ServiceAccountPublicKeyFile}
 		}
 	}
-	if o.Controllers.ClusterSigningCertFile == "" && o.Controllers.ClusterSigningKeyFile == "" {
-		o.Controllers.ClusterSigningCertFile, o.Controllers.ClusterSigningKeyFile = pki.CA.CertFile, pki.CA.KeyFile
+	if controllers.ClusterSigningCertFile == "" && controllers.ClusterSigningKeyFile == "" {
+		controllers.ClusterSigningCertFile, controllers.ClusterSigningKeyFile = pki.CA.CertFile, pki.CA.KeyFile
 	}
 	// The manager talks over the loopback connection, whose CA is not the
 	// one to publish: publish the cluster CA, unless the user serves with a
 	// certificate of their own (then only they know; --root-ca-file).
-	if o.Controllers.RootCAFile == "" && serving.CertFile == pki.ServingCertFile {
-		o.Controllers.RootCAFile = pki.CA.CertFile
+	if controllers.RootCAFile == "" && serving.CertFile == pki.ServingCertFile {
+		controllers.RootCAFile = pki.CA.CertFile
 	}
 	// With the embedded etcd no other replica can exist (its socket is
 	// private), so there is nobody to elect against; skipping the election
 	// also spares a restart after a crash the wait for the old lease.
 	if o.Embedded() {
-		o.Controllers.LeaderElect = false
+		controllers.LeaderElect = false
 	}
-	if o.Controllers.ServiceAccountKeyFile == "" {
-		o.Controllers.ServiceAccountKeyFile = cp.ServiceAccountSigningKeyFile
+	if controllers.ServiceAccountKeyFile == "" {
+		controllers.ServiceAccountKeyFile = cp.ServiceAccountSigningKeyFile
 	}
 	if len(authn.ServiceAccounts.Issuers) == 0 {
 		authn.ServiceAccounts.Issuers = []string{DefaultServiceAccountIssuer}
@@ -312,6 +314,29 @@ func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 	}
 	c.ControlPlane = completed
 	return nil
+}
+
+// copyForCompletion copies the upstream options and every part of them that
+// complete fills in (etcd servers, certificates, authentication,
+// authorization), so that completing leaves the caller's options as they
+// were: completed again, e.g. for another data dir, they still mean
+// "embedded etcd" and "our certificates".
+func copyForCompletion(in *cpoptions.Options) *cpoptions.Options {
+	out := *in
+	etcd := *in.Etcd
+	etcd.StorageConfig.Transport.ServerList = slices.Clone(in.Etcd.StorageConfig.Transport.ServerList)
+	out.Etcd = &etcd
+	secureServing, serving := *in.SecureServing, *in.SecureServing.SecureServingOptions
+	secureServing.SecureServingOptions = &serving
+	out.SecureServing = &secureServing
+	authn := *in.Authentication
+	clientCert, requestHeader, serviceAccounts := *in.Authentication.ClientCert, *in.Authentication.RequestHeader, *in.Authentication.ServiceAccounts
+	authn.ClientCert, authn.RequestHeader, authn.ServiceAccounts = &clientCert, &requestHeader, &serviceAccounts
+	out.Authentication = &authn
+	authz := *in.Authorization
+	authz.Modes = slices.Clone(in.Authorization.Modes)
+	out.Authorization = &authz
+	return &out
 }
 
 // servingHosts are the names the serving certificate is valid for.
