@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/user"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -182,4 +183,32 @@ func (s *Server) signalReady(ctx context.Context) {
 	// leaves tens of megabytes of garbage behind. The runtime would hand
 	// it back to the OS only slowly; do it once, now that the burst is over.
 	debug.FreeOSMemory()
+}
+
+// NewServer validates completed options and builds a server from them:
+// NewConfig, Complete and New in one call, as the binary and the test
+// server use them. On error it releases the options (the data dir lock and
+// the embedded etcd); on success Server.Run does.
+func NewServer(ctx context.Context, opts CompletedOptions) (*Server, error) {
+	server, err := newServer(ctx, opts)
+	if err != nil {
+		opts.Release()
+		return nil, err
+	}
+	return server, nil
+}
+
+func newServer(ctx context.Context, opts CompletedOptions) (*Server, error) {
+	if errs := opts.Validate(); len(errs) != 0 {
+		return nil, utilerrors.NewAggregate(errs)
+	}
+	config, err := NewConfig(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	completed, err := config.Complete()
+	if err != nil {
+		return nil, err
+	}
+	return completed.New()
 }

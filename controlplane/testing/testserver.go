@@ -142,22 +142,7 @@ func (s *TestServer) start(ctx context.Context, o *controlplane.Options) error {
 		return err
 	}
 	s.completed = completed
-	if errs := completed.Validate(); len(errs) > 0 {
-		completed.Release()
-		return utilerrors.NewAggregate(errs)
-	}
-	config, err := controlplane.NewConfig(ctx, completed)
-	if err != nil {
-		completed.Release()
-		return err
-	}
-	cc, err := config.Complete()
-	if err != nil {
-		completed.Release()
-		return err
-	}
-	if s.Server, err = cc.New(); err != nil {
-		completed.Release()
+	if s.Server, err = controlplane.NewServer(ctx, completed); err != nil {
 		return err
 	}
 	s.KubeconfigPath = s.Server.KubeconfigPath()

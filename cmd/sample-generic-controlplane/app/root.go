@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/rest"
@@ -86,9 +85,8 @@ func run(ctx context.Context, opts *controlplane.Options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	server, err := newServer(ctx, completed)
+	server, err := controlplane.NewServer(ctx, completed)
 	if err != nil {
-		completed.Release()
 		return err
 	}
 	go func() {
@@ -99,21 +97,6 @@ func run(ctx context.Context, opts *controlplane.Options, out io.Writer) error {
 		}
 	}()
 	return server.Run(ctx)
-}
-
-func newServer(ctx context.Context, completed controlplane.CompletedOptions) (*controlplane.Server, error) {
-	if errs := completed.Validate(); len(errs) != 0 {
-		return nil, utilerrors.NewAggregate(errs)
-	}
-	config, err := controlplane.NewConfig(ctx, completed)
-	if err != nil {
-		return nil, err
-	}
-	cc, err := config.Complete()
-	if err != nil {
-		return nil, err
-	}
-	return cc.New()
 }
 
 func printReady(out io.Writer, server *controlplane.Server, took time.Duration) {
