@@ -3,16 +3,12 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	genericapiserver "k8s.io/apiserver/pkg/server"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking"
 )
@@ -30,24 +26,7 @@ var WellKnownClaims = []string{"kube-apiserver", "kube-controller-manager"}
 // ensureNetworkingPolicy applies, at every start, the RBAC and admission
 // policy that come with the NetworkClaim API. Server-side apply makes it
 // idempotent and puts back what someone changed.
-func ensureNetworkingPolicy(hookCtx genericapiserver.PostStartHookContext) error {
-	client, err := kubernetes.NewForConfig(hookCtx.LoopbackClientConfig)
-	if err != nil {
-		return err
-	}
-	logger := klog.FromContext(hookCtx)
-	err = wait.PollUntilContextTimeout(hookCtx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		if err := applyNetworkingPolicy(ctx, client); err != nil {
-			logger.Info("NetworkClaim policy not applied yet, retrying", "err", err)
-			return false, nil
-		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("applying the NetworkClaim RBAC and admission policy: %w", err)
-	}
-	return nil
-}
+var ensureNetworkingPolicy = bootstrapHook("NetworkClaim RBAC and admission policy", applyNetworkingPolicy)
 
 func applyNetworkingPolicy(ctx context.Context, client kubernetes.Interface) error {
 	opts := metav1.ApplyOptions{FieldManager: policyFieldManager, Force: true}

@@ -4,16 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/component-helpers/auth/rbac/reconciliation"
-	"k8s.io/klog/v2"
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
 	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac/bootstrappolicy"
 )
@@ -22,8 +19,6 @@ const (
 	// rbacBootstrapWorkers reconcile bootstrap roles and bindings in parallel;
 	// each object is independent of the others.
 	rbacBootstrapWorkers = 8
-	rbacBootstrapRetry   = 100 * time.Millisecond
-	rbacBootstrapTimeout = 30 * time.Second
 )
 
 // rbacStorage is upstream's RBAC storage with a faster bootstrap hook.
@@ -44,28 +39,7 @@ type rbacStorage struct {
 
 // PostStartHook replaces upstream's rbac/bootstrap-roles hook under the same name.
 func (rbacStorage) PostStartHook() (string, genericapiserver.PostStartHookFunc, error) {
-	return rbacrest.PostStartHookName, ensureBootstrapPolicy, nil
-}
-
-func ensureBootstrapPolicy(hookCtx genericapiserver.PostStartHookContext) error {
-	client, err := kubernetes.NewForConfig(hookCtx.LoopbackClientConfig)
-	if err != nil {
-		return fmt.Errorf("rbac bootstrap: %w", err)
-	}
-	logger := klog.FromContext(hookCtx)
-	start := time.Now()
-	err = wait.PollUntilContextTimeout(hookCtx, rbacBootstrapRetry, rbacBootstrapTimeout, true, func(ctx context.Context) (bool, error) {
-		if err := reconcileBootstrapPolicy(ctx, client); err != nil {
-			logger.Info("Bootstrap RBAC policy not reconciled yet, retrying", "err", err)
-			return false, nil
-		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("unable to initialize roles: %w", err)
-	}
-	logger.V(1).Info("Bootstrap RBAC policy reconciled", "duration", time.Since(start))
-	return nil
+	return rbacrest.PostStartHookName, bootstrapHook("bootstrap RBAC policy", reconcileBootstrapPolicy), nil
 }
 
 // reconcileBootstrapPolicy creates or updates every bootstrap role and
