@@ -185,6 +185,14 @@ func TestNamespaceDeletionEmptiesAndRemovesNamespace(t *testing.T) {
 	}
 	resourceClient{ResourceInterface: gizmos.Namespace(ns), gvk: gadgetGVK("Gizmo")}.createOwned(t, "g1")
 
+	deleteNamespaceAndWait(t, client, ns)
+}
+
+// deleteNamespaceAndWait deletes a namespace and waits until the namespace
+// controller has emptied and removed it.
+func deleteNamespaceAndWait(t *testing.T, client kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := t.Context()
 	if err := client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -211,16 +219,7 @@ func TestControllersFlagDisablesGarbageCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	newNamespace(t, client, "barrier")
-	if err := client.CoreV1().Namespaces().Delete(ctx, "barrier", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().Namespaces().Get(ctx, "barrier", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), ignoreNotFound(err)
-	})
-	if err != nil {
-		t.Fatalf("the namespace controller did not run: %v", err)
-	}
+	deleteNamespaceAndWait(t, client, "barrier") // proves the controllers run
 	if _, err := c.Get(ctx, "dependent", metav1.GetOptions{}); err != nil {
 		t.Fatalf("dependent of a deleted owner, with the garbage collector disabled: %v", err)
 	}
@@ -397,15 +396,5 @@ func TestNamespaceDeletionFinishesAfterItsCRDIsDeleted(t *testing.T) {
 	if err := apiextensionsclient.NewForConfigOrDie(s.ClientConfig).ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, "doodads.gc.example.com", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := client.CoreV1().Namespaces().Delete(ctx, "orphaned-crs", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().Namespaces().Get(ctx, "orphaned-crs", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), ignoreNotFound(err)
-	})
-	if err != nil {
-		got, _ := client.CoreV1().Namespaces().Get(ctx, "orphaned-crs", metav1.GetOptions{})
-		t.Fatalf("namespace stuck after its CRD was deleted (status %+v): %v", got.Status, err)
-	}
+	deleteNamespaceAndWait(t, client, "orphaned-crs")
 }
