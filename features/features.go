@@ -1,0 +1,23 @@
+// Package features declares the feature gates of the control plane and
+// registers them, at init, in the process-wide gate of k8s.io/apiserver:
+// the server decides what to serve with them, and the controllers what to
+// run, the way k8s.io/kubernetes/pkg/features serves both kube-apiserver and
+// kube-controller-manager.
+package features
+
+import (
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
+)
+
+// KANA turns the NetworkClaim registry on: the networking.x-k8s.io API and
+// its allocation controller. Alpha, and on by default in this binary.
+const KANA featuregate.Feature = "KANA"
+
+func init() {
+	utilruntime.Must(utilfeature.DefaultMutableFeatureGate.AddVersioned(map[featuregate.Feature]featuregate.VersionedSpecs{
+		KANA: {{Version: utilversion.MustParse("1.36"), Default: true, PreRelease: featuregate.Alpha}},
+	}))
+}
