@@ -5,12 +5,14 @@ import (
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/allocation"
 )
 
 const (
@@ -41,10 +43,25 @@ func applyNetworkingPolicy(ctx context.Context, client kubernetes.Interface) err
 			WithLabels(map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true", "rbac.authorization.k8s.io/aggregate-to-admin": "true"}).
 			WithRules(rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources("networkclaims").WithVerbs("create", "update", "patch", "delete", "deletecollection")),
 	}
+	// The allocation controller acts as its own service account, as
+	// upstream's controllers do with their system:controller: roles.
+	allocatorRole := "system:controller:" + allocation.Identity
+	roles = append(roles, rbacv1ac.ClusterRole(allocatorRole).
+		WithRules(
+			rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources("networkclaims").WithVerbs("get", "list", "watch"),
+			rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources("networkclaims/status").WithVerbs("update", "patch"),
+			rbacv1ac.PolicyRule().WithAPIGroups("", "events.k8s.io").WithResources("events").WithVerbs("create", "update", "patch"),
+		))
 	for _, role := range roles {
 		if _, err := client.RbacV1().ClusterRoles().Apply(ctx, role, opts); err != nil {
 			return fmt.Errorf("clusterrole %s: %w", *role.Name, err)
 		}
+	}
+	binding := rbacv1ac.ClusterRoleBinding(allocatorRole).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(allocatorRole)).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithNamespace(metav1.NamespaceSystem).WithName(allocation.Identity))
+	if _, err := client.RbacV1().ClusterRoleBindings().Apply(ctx, binding, opts); err != nil {
+		return fmt.Errorf("clusterrolebinding %s: %w", allocatorRole, err)
 	}
 
 	names := "['" + WellKnownClaims[0] + "', '" + WellKnownClaims[1] + "']"
@@ -66,11 +83,11 @@ func applyNetworkingPolicy(ctx context.Context, client kubernetes.Interface) err
 	if _, err := client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Apply(ctx, policy, opts); err != nil {
 		return fmt.Errorf("validatingadmissionpolicy %s: %w", wellKnownPolicyName, err)
 	}
-	binding := admissionv1ac.ValidatingAdmissionPolicyBinding(wellKnownPolicyName).
+	policyBinding := admissionv1ac.ValidatingAdmissionPolicyBinding(wellKnownPolicyName).
 		WithSpec(admissionv1ac.ValidatingAdmissionPolicyBindingSpec().
 			WithPolicyName(wellKnownPolicyName).
 			WithValidationActions(admissionregistrationv1.Deny))
-	if _, err := client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Apply(ctx, binding, opts); err != nil {
+	if _, err := client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Apply(ctx, policyBinding, opts); err != nil {
 		return fmt.Errorf("validatingadmissionpolicybinding %s: %w", wellKnownPolicyName, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -21,6 +22,11 @@ func (networkingStorage) GroupName() string { return networking.GroupName }
 
 func (networkingStorage) NewRESTStorage(config serverstorage.APIResourceConfigSource, optsGetter generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error) {
 	info := genericapiserver.NewDefaultAPIGroupInfo(networking.GroupName, legacyscheme.Scheme, legacyscheme.ParameterCodec, legacyscheme.Codecs)
+	// Our types have no protobuf encoding. Offering only the other media
+	// types makes a client that prefers protobuf (as controllers and the
+	// loopback client do) fall back to JSON, as it does for custom
+	// resources, instead of failing to encode the response.
+	info.NegotiatedSerializer = withoutProtobuf{info.NegotiatedSerializer}
 	if !config.ResourceEnabled(v1alpha1.SchemeGroupVersion.WithResource("networkclaims")) {
 		return info, nil
 	}
@@ -33,4 +39,18 @@ func (networkingStorage) NewRESTStorage(config serverstorage.APIResourceConfigSo
 		"networkclaims/status": status,
 	}
 	return info, nil
+}
+
+// withoutProtobuf offers every media type of the wrapped serializer but
+// protobuf.
+type withoutProtobuf struct{ runtime.NegotiatedSerializer }
+
+func (s withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
+	var out []runtime.SerializerInfo
+	for _, info := range s.NegotiatedSerializer.SupportedMediaTypes() {
+		if info.MediaType != runtime.ContentTypeProtobuf {
+			out = append(out, info)
+		}
+	}
+	return out
 }

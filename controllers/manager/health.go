@@ -21,7 +21,7 @@ type Health struct {
 func NewHealth(o *Options) *Health {
 	h := &Health{status: map[string]error{}}
 	for _, c := range registry {
-		if !o.Enabled(c.name) {
+		if !o.runs(c) {
 			continue
 		}
 		name := c.name

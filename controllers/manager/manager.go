@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -27,10 +28,12 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/controller-manager/pkg/clientbuilder"
 	"k8s.io/controller-manager/pkg/informerfactory"
 	"k8s.io/klog/v2"
 
+	"sigs.k8s.io/sample-generic-controlplane/controllers/allocation"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/clusterroleaggregation"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/csrcleaner"
@@ -42,6 +45,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controllers/serviceaccount"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/serviceaccounttoken"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/validatingadmissionpolicystatus"
+	"sigs.k8s.io/sample-generic-controlplane/features"
 )
 
 const (
@@ -96,7 +100,27 @@ func NewOptions() *Options {
 type controller struct {
 	name    string
 	aliases []string
-	build   func(ctx context.Context, c *controllercontext.Context, o *Options) (func(context.Context), error)
+	// requiredFeatureGates must all be on for the controller to run, as in
+	// kube-controller-manager's controller descriptors.
+	requiredFeatureGates []featuregate.Feature
+	build                func(ctx context.Context, c *controllercontext.Context, o *Options) (func(context.Context), error)
+}
+
+// gatedOff returns the first required feature gate that is off, if any.
+func (c controller) gatedOff() (featuregate.Feature, bool) {
+	for _, g := range c.requiredFeatureGates {
+		if !utilfeature.DefaultFeatureGate.Enabled(g) {
+			return g, true
+		}
+	}
+	return "", false
+}
+
+// runs reports whether the controller runs: --controllers enables it and
+// its feature gates are on.
+func (o *Options) runs(c controller) bool {
+	_, off := c.gatedOff()
+	return !off && o.Enabled(c.name)
 }
 
 // registry lists every controller this manager knows, in start order.
@@ -130,6 +154,9 @@ var registry = []controller{
 	}},
 	{name: rootcacertpublisher.Name, aliases: []string{"root-ca-certificate-publisher-controller"}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
 		return rootcacertpublisher.New(ctx, c)
+	}},
+	{name: allocation.Name, requiredFeatureGates: []featuregate.Feature{features.KANA}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
+		return allocation.New(ctx, c)
 	}},
 }
 
@@ -225,7 +252,7 @@ func (o *Options) Enabled(name string) bool {
 // health, if not nil, receives the state of each controller.
 func Run(ctx context.Context, o *Options, rootConfig *rest.Config, health *Health) error {
 	logger := klog.FromContext(ctx)
-	if !slices.ContainsFunc(registry, func(c controller) bool { return o.Enabled(c.name) }) {
+	if !slices.ContainsFunc(registry, o.runs) {
 		// Leading with nothing to run would keep the Lease from a
 		// replica (or a controllers process) that has controllers.
 		logger.Info("No controllers enabled; not taking part in leader election")
@@ -358,7 +385,7 @@ func runControllers(ctx context.Context, o *Options, rootConfig *rest.Config, ro
 	c, metadataInformers, err := newContext(ctx, o, rootConfig, rootClient)
 	if err != nil {
 		for _, entry := range registry {
-			if o.Enabled(entry.name) {
+			if o.runs(entry) {
 				health.failed(entry.name, "cannot start", err)
 			}
 		}
@@ -366,6 +393,10 @@ func runControllers(ctx context.Context, o *Options, rootConfig *rest.Config, ro
 	}
 	runs := map[string]func(context.Context){}
 	for _, entry := range registry {
+		if gate, off := entry.gatedOff(); off {
+			logger.Info("Controller disabled by a feature gate", "controller", entry.name, "featureGate", gate)
+			continue
+		}
 		if !o.Enabled(entry.name) {
 			logger.Info("Controller disabled", "controller", entry.name)
 			continue

@@ -2,8 +2,10 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
@@ -49,10 +52,53 @@ func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 		t.Fatalf("while the first replica runs, the lease is %+v; want holder %q and no transitions", lease.Spec, leader)
 	}
 
+	// Claims race for one range through both replicas: only the leader
+	// allocates, so exactly one wins.
+	const racers = 20
+	var wg sync.WaitGroup
+	for i := range racers {
+		server := []*cptesting.TestServer{first, second}[i%2]
+		wg.Go(func() {
+			if _, err := networkClaims(server.ClientConfig).Create(t.Context(), newClaim(fmt.Sprintf("ha-%02d", i), "10.96.0.0/12"), metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	claims := networkClaims(second.ClientConfig)
+	var decidedClaims []networkingv1alpha1.NetworkClaim
+	winner := ""
+	for i := range racers {
+		c := waitDecided(t, claims, fmt.Sprintf("ha-%02d", i))
+		decidedClaims = append(decidedClaims, *c)
+		if c.Status.AddressSpace[0].Status == networkingv1alpha1.AllocationAllocated {
+			winner = c.Name
+		}
+	}
+	if held := allocationsOf(t, decidedClaims); len(held) != 1 {
+		t.Fatalf("claims holding 10.96.0.0/12: %v; want exactly one", held)
+	}
+
 	if err := first.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	waitForLeader(t, second, leader)
+
+	// The new leader rebuilt the ledger: the winner keeps the range until
+	// it lets go, and then the first of the others gets it.
+	if err := claims.Delete(t.Context(), winner, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		list, err := claims.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return len(allocationsOf(t, list.Items)) == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("after the winner %s let go, nobody got 10.96.0.0/12 from the new leader: %v", winner, err)
+	}
 
 	// The new leader's controllers work: a dependent is collected.
 	c := configMaps(t, second.ClientConfig, "default")

@@ -18,6 +18,7 @@ import (
 	applyv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/applyconfiguration/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
 	clientv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/allocation"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 )
 
@@ -30,7 +31,8 @@ func newClaim(name string, prefixes ...string) *networkingv1alpha1.NetworkClaim 
 }
 
 func TestNetworkClaimSpecAndStatusStayApart(t *testing.T) {
-	s := sharedServer(t)
+	// Without the allocator, whose status writes would race the test's.
+	s := cptesting.StartTestServer(t, cptesting.Options{Flags: []string{"--controllers=*,-" + allocation.Name}})
 	ctx := t.Context()
 	claims := versioned.NewForConfigOrDie(s.ClientConfig).NetworkingV1alpha1().NetworkClaims()
 
@@ -126,6 +128,7 @@ func TestKANAGateOffServesNoNetworkingGroup(t *testing.T) {
 			t.Fatalf("%s served with KANA=false", g.Name)
 		}
 	}
+	expectNoAllocationController(t, s.ClientConfig)
 }
 
 // A user granted edit may manage claims, but not the well-known ones; an

@@ -1,0 +1,357 @@
+// Package allocation runs the NetworkClaim registry: it allocates each
+// claimed prefix that overlaps no prefix allocated to another claim, marks
+// the others Unavailable naming their holder, and promotes waiting records
+// first come, first served when space is freed.
+//
+// Decisions are made in one place, a ledger in memory, in the order the
+// informer delivers claims (the order of etcd), and only then written to
+// each claim's status by a few workers: deciding never waits for the API,
+// and two records can never both be allocated the same space. Status is the
+// source of truth: at start (and at every new leadership term) the ledger is
+// rebuilt from it, from a consistent read.
+package allocation
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
+	clientscheme "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/scheme"
+	"sigs.k8s.io/sample-generic-controlplane/client/informers/externalversions"
+	listers "sigs.k8s.io/sample-generic-controlplane/client/listers/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+)
+
+const (
+	// Name selects the controller in --controllers.
+	Name = "networkclaim-allocation"
+	// Identity is the controller's service account in kube-system, and the
+	// event source and field manager of its status writes.
+	Identity = "networkclaim-allocation-controller"
+	// workers write status; decisions do not wait for them.
+	workers = 4
+)
+
+// Event reasons, one per kind of decision.
+const (
+	EventAllocated   = "Allocated"
+	EventUnavailable = "Unavailable"
+	EventReleased    = "Released"
+)
+
+// New builds the controller for the manager, which runs it only with the
+// KANA feature gate on: without it, NetworkClaims are not served.
+func New(ctx context.Context, c *controllercontext.Context) (func(context.Context), error) {
+	config, err := c.ClientBuilder.Config(Identity)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	eventClient, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	// NetworkClaims have no protobuf encoding.
+	config = rest.CopyConfig(config)
+	config.ContentType, config.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	client, err := versioned.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return NewController(ctx, client, eventClient).Run, nil
+}
+
+// Controller allocates NetworkClaim records.
+type Controller struct {
+	client      versioned.Interface
+	informers   externalversions.SharedInformerFactory
+	lister      listers.NetworkClaimLister
+	synced      cache.InformerSynced
+	queue       workqueue.TypedRateLimitingInterface[string]
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+	eventClient kubernetes.Interface
+
+	// mu guards the ledger; restored turns on once it was rebuilt from
+	// status, and until then events are left to the rebuild.
+	mu       sync.Mutex
+	ledger   *ledger
+	restored bool
+}
+
+// NewController wires the controller; Run starts it. ctx carries the
+// logger of the informer's event handlers.
+func NewController(ctx context.Context, client versioned.Interface, eventClient kubernetes.Interface) *Controller {
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", Name))
+	registerMetrics()
+	// The first list is a consistent read, not whatever the watch cache of
+	// this API server holds: a new leader must see every allocation the
+	// previous one stored before it decides anything.
+	factory := externalversions.NewSharedInformerFactoryWithOptions(client, 0,
+		externalversions.WithTweakListOptions(func(o *metav1.ListOptions) {
+			if o.ResourceVersion == "0" {
+				o.ResourceVersion = ""
+			}
+		}))
+	informer := factory.Networking().V1alpha1().NetworkClaims()
+	broadcaster := record.NewBroadcaster()
+	c := &Controller{
+		client:      client,
+		informers:   factory,
+		lister:      informer.Lister(),
+		synced:      informer.Informer().HasSynced,
+		queue:       workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
+		broadcaster: broadcaster,
+		recorder:    broadcaster.NewRecorder(clientscheme.Scheme, corev1.EventSource{Component: Identity}),
+		eventClient: eventClient,
+		ledger:      newLedger(time.Now),
+	}
+	_, _ = informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.observe(ctx, obj) },
+		UpdateFunc: func(_, obj any) { c.observe(ctx, obj) },
+		DeleteFunc: func(obj any) { c.deleted(ctx, obj) },
+	})
+	return c
+}
+
+// Run allocates until ctx is done.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	logger := klog.FromContext(ctx).WithValues("controller", Name)
+	ctx = klog.NewContext(ctx, logger)
+
+	c.broadcaster.StartStructuredLogging(3)
+	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.eventClient.CoreV1().Events("")})
+	defer c.broadcaster.Shutdown()
+	defer c.queue.ShutDown()
+	c.informers.Start(ctx.Done())
+	defer c.informers.Shutdown()
+	// A replica that stops leading must not report the leader's ledger.
+	defer recordsMetric.Reset()
+
+	if !cache.WaitForNamedCacheSync(Name, ctx.Done(), c.synced) {
+		return
+	}
+	c.restore(ctx)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+// restore rebuilds the ledger from the claims' status, decides what is
+// undecided, and queues every claim so that its status shows the ledger.
+func (c *Controller) restore(ctx context.Context) {
+	c.mu.Lock()
+	claims, err := c.lister.List(labels.Everything())
+	utilruntime.Must(err) // a cache lister does not fail
+	specs := make([]claimSpec, 0, len(claims))
+	for _, claim := range claims {
+		s := specOf(ctx, claim)
+		s.recorded = recordedOf(claim)
+		specs = append(specs, s)
+	}
+	changes := c.ledger.restore(specs)
+	c.restored = true
+	allocated, waiting := c.ledger.counts()
+	c.mu.Unlock()
+
+	klog.FromContext(ctx).Info("Rebuilt the ledger from status", "claims", len(claims), "allocated", allocated, "waiting", waiting, "newDecisions", len(changes))
+	c.report(ctx, changes, nil)
+	setRecordCounts(allocated, waiting)
+	for _, claim := range claims {
+		c.queue.Add(claim.Name)
+	}
+}
+
+// observe decides a claim's new or changed records in the informer's
+// goroutine, so in the order etcd stored them.
+func (c *Controller) observe(ctx context.Context, obj any) {
+	claim, ok := obj.(*networkingv1alpha1.NetworkClaim)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	if !c.restored {
+		c.mu.Unlock()
+		return
+	}
+	changes := c.ledger.sync(specOf(ctx, claim))
+	allocated, waiting := c.ledger.counts()
+	c.mu.Unlock()
+
+	c.report(ctx, changes, nil)
+	setRecordCounts(allocated, waiting)
+	// Always: status may need writing even when the ledger did not change
+	// (e.g. someone else wrote it).
+	c.queue.Add(claim.Name)
+}
+
+// deleted releases a deleted claim's prefixes.
+func (c *Controller) deleted(ctx context.Context, obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	claim, ok := obj.(*networkingv1alpha1.NetworkClaim)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	if !c.restored {
+		c.mu.Unlock()
+		return
+	}
+	changes := c.ledger.forget(claim.Name, claim.UID)
+	allocated, waiting := c.ledger.counts()
+	c.mu.Unlock()
+
+	c.report(ctx, changes, claim)
+	setRecordCounts(allocated, waiting)
+}
+
+// report logs each decision, records its event and counts conflicts, and
+// queues the claims whose status must change. deleted, if not nil, is a
+// claim gone from the cache that some changes are about.
+func (c *Controller) report(ctx context.Context, changes []change, deleted *networkingv1alpha1.NetworkClaim) {
+	logger := klog.FromContext(ctx)
+	for _, ch := range changes {
+		if ch.kind == changeUnavailable || ch.kind == changeBlocker {
+			logger.V(2).Info("Record unavailable", "claim", ch.claim, "prefix", ch.prefix, "holder", ch.holder, "holderPrefix", ch.holderPrefix)
+		} else {
+			logger.V(2).Info("Record "+strings.ToLower(string(ch.kind)), "claim", ch.claim, "prefix", ch.prefix)
+		}
+		var claim *networkingv1alpha1.NetworkClaim
+		if deleted != nil && ch.claim == deleted.Name {
+			claim = deleted
+		} else {
+			c.queue.Add(ch.claim)
+			claim, _ = c.lister.Get(ch.claim)
+		}
+		switch ch.kind {
+		case changeUnavailable:
+			conflictsTotal.Inc()
+		case changeBlocker:
+			continue // only the message changes
+		}
+		if claim == nil {
+			continue
+		}
+		switch ch.kind {
+		case changeAllocated:
+			c.recorder.Eventf(claim, corev1.EventTypeNormal, EventAllocated, "Allocated %s", ch.prefix)
+		case changeUnavailable:
+			c.recorder.Eventf(claim, corev1.EventTypeWarning, EventUnavailable, "%s is unavailable: %s", ch.prefix, unavailableMessage(ch.holderPrefix, ch.holder))
+		case changeReleased:
+			c.recorder.Eventf(claim, corev1.EventTypeNormal, EventReleased, "Released %s", ch.prefix)
+		}
+	}
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.processNext(ctx) {
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	name, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(name)
+	if err := c.writeStatus(ctx, name); err != nil {
+		if !apierrors.IsConflict(err) {
+			utilruntime.HandleErrorWithContext(ctx, err, "Writing NetworkClaim status failed; will retry", "claim", name)
+		}
+		c.queue.AddRateLimited(name)
+		return true
+	}
+	c.queue.Forget(name)
+	return true
+}
+
+// writeStatus makes a claim's status show the ledger's decisions.
+func (c *Controller) writeStatus(ctx context.Context, name string) error {
+	claim, err := c.lister.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	generation, decisions, known := c.ledger.records(name, claim.UID)
+	c.mu.Unlock()
+	if !known || generation != claim.Generation {
+		// The informer has a spec the ledger has not decided yet; its
+		// handler will queue the claim again once it has.
+		return nil
+	}
+	status := desiredStatus(claim, generation, decisions)
+	if !apiequality.Semantic.DeepEqual(claim.Status, status) {
+		update := claim.DeepCopy()
+		update.Status = status
+		if _, err := c.client.NetworkingV1alpha1().NetworkClaims().UpdateStatus(ctx, update, metav1.UpdateOptions{FieldManager: Identity}); err != nil {
+			return fmt.Errorf("NetworkClaim %s: %w", name, err)
+		}
+	}
+	c.mu.Lock()
+	observed := c.ledger.recorded(name, generation)
+	c.mu.Unlock()
+	for _, t := range observed {
+		decisionLatency.Observe(time.Since(t).Seconds())
+	}
+	return nil
+}
+
+// specOf is what the ledger needs of a claim's spec.
+func specOf(ctx context.Context, claim *networkingv1alpha1.NetworkClaim) claimSpec {
+	s := claimSpec{name: claim.Name, uid: claim.UID, created: claim.CreationTimestamp.Time, generation: claim.Generation}
+	for _, r := range claim.Spec.AddressSpace {
+		p, err := netip.ParsePrefix(r.Prefix)
+		if err != nil {
+			// Validation admits only canonical prefixes; a stored one that
+			// does not parse is left undecided rather than guessed at.
+			klog.FromContext(ctx).Error(err, "Ignoring a record whose prefix does not parse", "claim", claim.Name, "prefix", r.Prefix)
+			continue
+		}
+		s.prefixes = append(s.prefixes, p)
+	}
+	return s
+}
+
+// recordedOf is the decisions a claim's status records for the prefixes
+// still in its spec.
+func recordedOf(claim *networkingv1alpha1.NetworkClaim) map[netip.Prefix]recordedStatus {
+	out := map[netip.Prefix]recordedStatus{}
+	for _, r := range claim.Status.AddressSpace {
+		p, err := netip.ParsePrefix(r.Prefix)
+		if err != nil {
+			continue
+		}
+		out[p] = recordedStatus{allocated: r.Status == networkingv1alpha1.AllocationAllocated, date: r.Date.Time}
+	}
+	return out
+}

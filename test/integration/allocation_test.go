@@ -1,0 +1,454 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
+	clientv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/allocation"
+	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+)
+
+// Every test here uses address space of its own, as the shared server's
+// ledger outlives each test.
+
+func networkClaims(cfg *rest.Config) clientv1alpha1.NetworkClaimInterface {
+	return versioned.NewForConfigOrDie(cfg).NetworkingV1alpha1().NetworkClaims()
+}
+
+// createClaims creates the claims and deletes them when the test ends.
+func createClaims(t *testing.T, claims clientv1alpha1.NetworkClaimInterface, cs ...*networkingv1alpha1.NetworkClaim) {
+	t.Helper()
+	for _, c := range cs {
+		if _, err := claims.Create(t.Context(), c, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create NetworkClaim %s: %v", c.Name, err)
+		}
+		t.Cleanup(func() {
+			if err := claims.Delete(context.Background(), c.Name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
+				t.Errorf("delete NetworkClaim %s: %v", c.Name, err)
+			}
+		})
+	}
+}
+
+// decided reports whether the registry has decided the claim's current spec.
+func decided(c *networkingv1alpha1.NetworkClaim) bool {
+	ready := meta.FindStatusCondition(c.Status.Conditions, networkingv1alpha1.ConditionReady)
+	return c.Status.ObservedGeneration == c.Generation && ready != nil && ready.ObservedGeneration == c.Generation &&
+		len(c.Status.AddressSpace) == len(c.Spec.AddressSpace)
+}
+
+// waitForClaim waits until the claim satisfies cond and returns it.
+func waitForClaim(t *testing.T, claims clientv1alpha1.NetworkClaimInterface, name, what string, cond func(*networkingv1alpha1.NetworkClaim) bool) *networkingv1alpha1.NetworkClaim {
+	t.Helper()
+	var last *networkingv1alpha1.NetworkClaim
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		c, err := claims.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = c
+		return cond(c), nil
+	})
+	if err != nil {
+		t.Fatalf("NetworkClaim %s: waiting until %s: %v; last seen status: %+v", name, what, err, statusOf(last))
+	}
+	return last
+}
+
+func waitDecided(t *testing.T, claims clientv1alpha1.NetworkClaimInterface, name string) *networkingv1alpha1.NetworkClaim {
+	t.Helper()
+	return waitForClaim(t, claims, name, "decided", decided)
+}
+
+// record returns the claim's status record for prefix.
+func record(t *testing.T, c *networkingv1alpha1.NetworkClaim, prefix string) networkingv1alpha1.AddressSpaceStatus {
+	t.Helper()
+	for _, r := range c.Status.AddressSpace {
+		if r.Prefix == prefix {
+			return r
+		}
+	}
+	t.Fatalf("NetworkClaim %s has no status record for %s: %+v", c.Name, prefix, statusOf(c))
+	return networkingv1alpha1.AddressSpaceStatus{}
+}
+
+func statusOf(c *networkingv1alpha1.NetworkClaim) any {
+	if c == nil {
+		return nil
+	}
+	return c.Status
+}
+
+func expectAllocated(t *testing.T, c *networkingv1alpha1.NetworkClaim, prefix string) {
+	t.Helper()
+	if r := record(t, c, prefix); r.Status != networkingv1alpha1.AllocationAllocated || r.Date.IsZero() || r.Message != "" {
+		t.Errorf("NetworkClaim %s, %s: got %+v, want Allocated with a date and no message", c.Name, prefix, r)
+	}
+}
+
+func expectUnavailable(t *testing.T, c *networkingv1alpha1.NetworkClaim, prefix, heldPrefix, holder string) {
+	t.Helper()
+	want := fmt.Sprintf("overlaps %s held by NetworkClaim %s", heldPrefix, holder)
+	if r := record(t, c, prefix); r.Status != networkingv1alpha1.AllocationUnavailable || r.Message != want {
+		t.Errorf("NetworkClaim %s, %s: got %+v, want Unavailable with message %q", c.Name, prefix, r, want)
+	}
+}
+
+func expectReady(t *testing.T, c *networkingv1alpha1.NetworkClaim, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	ready := meta.FindStatusCondition(c.Status.Conditions, networkingv1alpha1.ConditionReady)
+	if ready == nil || ready.Status != status || ready.Reason != reason || ready.ObservedGeneration != c.Generation || c.Status.ObservedGeneration != c.Generation {
+		t.Errorf("NetworkClaim %s (generation %d): Ready %+v, observedGeneration %d; want %s/%s at generation %d",
+			c.Name, c.Generation, ready, c.Status.ObservedGeneration, status, reason, c.Generation)
+	}
+}
+
+// allocationsOf lists every allocated record, failing on two overlapping
+// allocations in different claims: the registry's first promise.
+func allocationsOf(t *testing.T, claims []networkingv1alpha1.NetworkClaim) map[string][]netip.Prefix {
+	t.Helper()
+	type held struct {
+		claim  string
+		prefix netip.Prefix
+	}
+	var all []held
+	out := map[string][]netip.Prefix{}
+	for _, c := range claims {
+		for _, r := range c.Status.AddressSpace {
+			if r.Status != networkingv1alpha1.AllocationAllocated {
+				continue
+			}
+			p := netip.MustParsePrefix(r.Prefix)
+			for _, h := range all {
+				if h.claim != c.Name && h.prefix.Overlaps(p) {
+					t.Errorf("two overlapping allocations: %s in NetworkClaim %s and %s in NetworkClaim %s", h.prefix, h.claim, p, c.Name)
+				}
+			}
+			all = append(all, held{c.Name, p})
+			out[c.Name] = append(out[c.Name], p)
+		}
+	}
+	return out
+}
+
+// eventsFor returns the registry's events about a claim.
+func eventsFor(t *testing.T, cfg *rest.Config, name string) []corev1.Event {
+	t.Helper()
+	list, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Events(metav1.NamespaceDefault).List(t.Context(), metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.kind": "NetworkClaim", "involvedObject.name": name}.String(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func waitForEvent(t *testing.T, cfg *rest.Config, name, reason, messagePart string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		for _, e := range eventsFor(t, cfg, name) {
+			if e.Reason == reason && strings.Contains(e.Message, messagePart) && e.Source.Component == allocation.Identity {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s event mentioning %q on NetworkClaim %s: %v; events: %+v", reason, messagePart, name, err, eventsFor(t, cfg, name))
+	}
+}
+
+func TestConflictingRecordIsUnavailableAndPromotedOnRelease(t *testing.T) {
+	s := sharedServer(t)
+	claims := networkClaims(s.ClientConfig)
+	createClaims(t, claims, newClaim("conflict-holder", "100.64.0.0/16"))
+	holder := waitDecided(t, claims, "conflict-holder")
+	expectAllocated(t, holder, "100.64.0.0/16")
+	expectReady(t, holder, metav1.ConditionTrue, "Allocated")
+
+	createClaims(t, claims, newClaim("conflict-waiter", "100.64.1.0/24", "100.65.0.0/16"))
+	waiter := waitDecided(t, claims, "conflict-waiter")
+	expectUnavailable(t, waiter, "100.64.1.0/24", "100.64.0.0/16", "conflict-holder")
+	expectAllocated(t, waiter, "100.65.0.0/16")
+	expectReady(t, waiter, metav1.ConditionFalse, networkingv1alpha1.ReasonConflict)
+	waitForEvent(t, s.ClientConfig, "conflict-holder", allocation.EventAllocated, "100.64.0.0/16")
+	waitForEvent(t, s.ClientConfig, "conflict-waiter", allocation.EventUnavailable, "overlaps 100.64.0.0/16 held by NetworkClaim conflict-holder")
+
+	// Deleting the holder frees the range; the waiting record gets it.
+	if err := claims.Delete(t.Context(), "conflict-holder", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waiter = waitForClaim(t, claims, "conflict-waiter", "promoted", func(c *networkingv1alpha1.NetworkClaim) bool {
+		return record(t, c, "100.64.1.0/24").Status == networkingv1alpha1.AllocationAllocated
+	})
+	expectReady(t, waiter, metav1.ConditionTrue, "Allocated")
+	waitForEvent(t, s.ClientConfig, "conflict-holder", allocation.EventReleased, "100.64.0.0/16")
+	waitForEvent(t, s.ClientConfig, "conflict-waiter", allocation.EventAllocated, "100.64.1.0/24")
+}
+
+// Records waiting for one range are served in the order they came; those
+// still waiting then name the new holder.
+func TestWaitingRecordsArePromotedFirstComeFirstServed(t *testing.T) {
+	s := sharedServer(t)
+	claims := networkClaims(s.ClientConfig)
+	createClaims(t, claims, newClaim("fcfs-holder", "100.66.0.0/16", "100.67.0.0/16"))
+	waitDecided(t, claims, "fcfs-holder")
+	// Waiters created one at a time, later names first, so that the order
+	// can only come from arrival.
+	for _, name := range []string{"fcfs-c", "fcfs-b", "fcfs-a"} {
+		createClaims(t, claims, newClaim(name, "100.66.0.0/24"))
+		expectUnavailable(t, waitDecided(t, claims, name), "100.66.0.0/24", "100.66.0.0/16", "fcfs-holder")
+		time.Sleep(1100 * time.Millisecond) // status dates have seconds
+	}
+
+	// The holder gives the range up by editing its spec.
+	holder, err := claims.Get(t.Context(), "fcfs-holder", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder.Spec.AddressSpace = holder.Spec.AddressSpace[1:]
+	if _, err := claims.Update(t.Context(), holder, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := waitForClaim(t, claims, "fcfs-c", "promoted", func(c *networkingv1alpha1.NetworkClaim) bool {
+		return record(t, c, "100.66.0.0/24").Status == networkingv1alpha1.AllocationAllocated
+	})
+	expectReady(t, first, metav1.ConditionTrue, "Allocated")
+	for _, name := range []string{"fcfs-b", "fcfs-a"} {
+		c := waitForClaim(t, claims, name, "naming the new holder", func(c *networkingv1alpha1.NetworkClaim) bool {
+			return strings.Contains(record(t, c, "100.66.0.0/24").Message, "fcfs-c")
+		})
+		expectUnavailable(t, c, "100.66.0.0/24", "100.66.0.0/24", "fcfs-c")
+	}
+	holder = waitDecided(t, claims, "fcfs-holder")
+	if len(holder.Status.AddressSpace) != 1 {
+		t.Errorf("the holder's status still lists the released record: %+v", holder.Status)
+	}
+	waitForEvent(t, s.ClientConfig, "fcfs-holder", allocation.EventReleased, "100.66.0.0/16")
+}
+
+// An allocation stays with its claim: neither a claim created earlier and
+// edited later, nor an edit of the holder itself, takes it away.
+func TestAllocationIsSticky(t *testing.T) {
+	s := sharedServer(t)
+	claims := networkClaims(s.ClientConfig)
+	createClaims(t, claims, newClaim("sticky-older", "100.68.0.0/24"))
+	waitDecided(t, claims, "sticky-older")
+	createClaims(t, claims, newClaim("sticky-holder", "100.69.0.0/16"))
+	holder := waitDecided(t, claims, "sticky-holder")
+	expectAllocated(t, holder, "100.69.0.0/16")
+	date := record(t, holder, "100.69.0.0/16").Date
+
+	// The older claim asks for a range around the holder's.
+	older, err := claims.Get(t.Context(), "sticky-older", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	older.Spec.AddressSpace = append(older.Spec.AddressSpace, networkingv1alpha1.AddressSpaceRecord{Prefix: "100.68.0.0/14"})
+	older.Spec.AddressSpace = older.Spec.AddressSpace[1:] // no overlap within one claim
+	if _, err := claims.Update(t.Context(), older, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	older = waitDecided(t, claims, "sticky-older")
+	expectUnavailable(t, older, "100.68.0.0/14", "100.69.0.0/16", "sticky-holder")
+
+	// The holder edits its claim: its allocation keeps its date.
+	holder, err = claims.Get(t.Context(), "sticky-holder", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder.Spec.AddressSpace[0].Description = "now with a description"
+	holder.Spec.AddressSpace = append(holder.Spec.AddressSpace, networkingv1alpha1.AddressSpaceRecord{Prefix: "100.72.0.0/16"})
+	if _, err := claims.Update(t.Context(), holder, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	holder = waitDecided(t, claims, "sticky-holder")
+	expectAllocated(t, holder, "100.69.0.0/16")
+	expectAllocated(t, holder, "100.72.0.0/16")
+	if r := record(t, holder, "100.69.0.0/16"); !r.Date.Equal(&date) || r.Description != "now with a description" {
+		t.Errorf("after the holder's edit: %+v; want the date %s kept and the new description", r, date)
+	}
+}
+
+func TestIPv6Allocation(t *testing.T) {
+	s := sharedServer(t)
+	claims := networkClaims(s.ClientConfig)
+	createClaims(t, claims, newClaim("v6-services", "fd00:10:96::/112", "100.73.0.0/16"))
+	services := waitDecided(t, claims, "v6-services")
+	expectAllocated(t, services, "fd00:10:96::/112")
+	// A wider IPv6 range overlaps; an IPv4 range never overlaps IPv6.
+	createClaims(t, claims, newClaim("v6-pods", "fd00:10::/32", "fd00:20::/48"))
+	pods := waitDecided(t, claims, "v6-pods")
+	expectUnavailable(t, pods, "fd00:10::/32", "fd00:10:96::/112", "v6-services")
+	expectAllocated(t, pods, "fd00:20::/48")
+}
+
+// 50 clients race for one range: exactly one wins, and every other claim
+// names the winner.
+func TestFiftyClientsRaceForOnePrefix(t *testing.T) {
+	s := sharedServer(t)
+	claims := networkClaims(s.ClientConfig)
+	const racers = 50
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, racers)
+	for i := range racers {
+		name := fmt.Sprintf("race-%02d", i)
+		t.Cleanup(func() { _ = claims.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		wg.Go(func() {
+			// A client each, as separate components would have.
+			own := networkClaims(rest.CopyConfig(s.ClientConfig))
+			<-start
+			if _, err := own.Create(t.Context(), newClaim(name, "100.74.0.0/16"), metav1.CreateOptions{}); err != nil {
+				errs <- err
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var winners []string
+	decidedClaims := make([]networkingv1alpha1.NetworkClaim, 0, racers)
+	for i := range racers {
+		c := waitDecided(t, claims, fmt.Sprintf("race-%02d", i))
+		decidedClaims = append(decidedClaims, *c)
+		if record(t, c, "100.74.0.0/16").Status == networkingv1alpha1.AllocationAllocated {
+			winners = append(winners, c.Name)
+		}
+	}
+	if len(winners) != 1 {
+		t.Fatalf("winners: %v; want exactly one", winners)
+	}
+	allocationsOf(t, decidedClaims)
+	for _, c := range decidedClaims {
+		if c.Name != winners[0] {
+			expectUnavailable(t, &c, "100.74.0.0/16", "100.74.0.0/16", winners[0])
+		}
+	}
+}
+
+// The controller stops in the middle of a burst of claims; after the
+// restart, what status recorded stands and every claim gets decided, with
+// no two overlapping allocations.
+func TestRestartInTheMiddleOfABurstKeepsTheLedger(t *testing.T) {
+	first := cptesting.StartTestServer(t, cptesting.Options{})
+	claims := networkClaims(first.ClientConfig)
+	// Nested and equal ranges, so that many claims conflict.
+	prefixes := []string{"10.0.0.0/16", "10.0.0.0/24", "10.0.1.0/24", "10.0.0.0/8", "10.0.0.128/25", "10.1.0.0/16"}
+	const burst = 60
+	var wg sync.WaitGroup
+	created := make(chan string, burst)
+	ctx, stopBurst := context.WithCancel(t.Context())
+	defer stopBurst()
+	for i := range 6 {
+		wg.Go(func() {
+			for j := i; j < burst; j += 6 {
+				name := fmt.Sprintf("burst-%02d", j)
+				if _, err := claims.Create(ctx, newClaim(name, prefixes[j%len(prefixes)]), metav1.CreateOptions{}); err != nil {
+					return // the server is stopping
+				}
+				created <- name
+			}
+		})
+	}
+	// Stop once half the burst is in, while the rest is still coming.
+	for range burst / 2 {
+		<-created
+	}
+	before, err := claims.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopBurst()
+	wg.Wait()
+	recorded := allocationsOf(t, before.Items)
+
+	second := cptesting.StartTestServer(t, cptesting.Options{DataDir: first.DataDir})
+	claims = networkClaims(second.ClientConfig)
+	list, err := claims.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after []networkingv1alpha1.NetworkClaim
+	for _, c := range list.Items {
+		after = append(after, *waitDecided(t, claims, c.Name))
+	}
+	t.Logf("%d claims created before the stop, %d of them with an allocation recorded; %d claims after the restart", len(before.Items), len(recorded), len(after))
+	now := allocationsOf(t, after)
+	for name, prefixes := range recorded {
+		if fmt.Sprint(now[name]) != fmt.Sprint(prefixes) {
+			t.Errorf("NetworkClaim %s held %v before the restart and %v after", name, prefixes, now[name])
+		}
+	}
+	// Every range claimed is held by someone.
+	for _, p := range prefixes[:3] {
+		held := false
+		for _, ps := range now {
+			for _, q := range ps {
+				held = held || q.Overlaps(netip.MustParsePrefix(p))
+			}
+		}
+		if !held {
+			t.Errorf("after the restart nobody holds anything overlapping %s", p)
+		}
+	}
+}
+
+// The registry's metrics are on /metrics.
+func TestAllocationMetrics(t *testing.T) {
+	s := sharedServer(t)
+	claims := networkClaims(s.ClientConfig)
+	createClaims(t, claims, newClaim("metrics-a", "100.75.0.0/16"), newClaim("metrics-b", "100.75.0.0/24"))
+	waitDecided(t, claims, "metrics-a")
+	waitDecided(t, claims, "metrics-b")
+	body, err := kubernetes.NewForConfigOrDie(s.ClientConfig).Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+	if err != nil {
+		t.Fatalf("/metrics: %v", err)
+	}
+	for _, want := range []string{
+		`networkclaim_records{status="Allocated"}`,
+		`networkclaim_records{status="Unavailable"}`,
+		`networkclaim_allocation_decision_duration_seconds_bucket{le="0.001"}`,
+		`networkclaim_allocation_decision_duration_seconds_count`,
+		`networkclaim_conflicts_total`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// Allocating needs the API: with the gate off, the controller does not run.
+func expectNoAllocationController(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	if report := livez(t, cfg); strings.Contains(report, "controller-"+allocation.Name) {
+		t.Errorf("/livez lists the allocation controller with KANA off:\n%s", report)
+	}
+	_, err := networkClaims(cfg).List(t.Context(), metav1.ListOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("listing NetworkClaims with KANA off: %v; want NotFound", err)
+	}
+}
