@@ -3,7 +3,8 @@
 #   make run    build and start the control plane on its embedded defaults
 #   make test   unit, integration and end-to-end tests (what CI runs)
 #   make verify gofmt, go vet, generated code up to date
-#   make bench  start-up, idle memory and controllers, beside upstream anchors
+#   make bench  start-up, idle memory and controllers, beside upstream anchors;
+#               NetworkClaim allocation latency and the prefix index
 
 SHELL := /usr/bin/env bash
 GO ?= go
@@ -61,6 +62,8 @@ bench: build
 	$(GO) run ./hack/bench/controllers -binary $(BINARY) -kcm $(BIN)/anchor-kcm
 	$(GO) run ./hack/bench/controllers -binary $(BINARY) -kcm $(BIN)/anchor-kcm \
 		-kcm-args "--kube-api-qps=1000 --kube-api-burst=2000"
+	$(GO) run ./hack/bench/allocation -binary $(BINARY)
+	$(GO) test -run '^$$' -bench . -benchmem ./client/networkregistry/prefixindex/
 
 clean:
 	rm -rf $(BIN)

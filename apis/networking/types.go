@@ -86,7 +86,8 @@ type AddressSpaceStatus struct {
 	// description is the spec record's description.
 	// +optional
 	Description string `json:"description,omitempty"`
-	// date is when this record last changed.
+	// date is when the record got its current status: when it was
+	// allocated, or since when it waits.
 	// +required
 	Date metav1.Time `json:"date"`
 	// status is Allocated or Unavailable.

@@ -165,6 +165,7 @@ func (c *Controller) Run(ctx context.Context) {
 // restore rebuilds the ledger from the claims' status, decides what is
 // undecided, and queues every claim so that its status shows the ledger.
 func (c *Controller) restore(ctx context.Context) {
+	start := time.Now()
 	c.mu.Lock()
 	claims, err := c.lister.List(labels.Everything())
 	utilruntime.Must(err) // a cache lister does not fail
@@ -179,7 +180,7 @@ func (c *Controller) restore(ctx context.Context) {
 	allocated, waiting := c.ledger.counts()
 	c.mu.Unlock()
 
-	klog.FromContext(ctx).Info("Rebuilt the ledger from status", "claims", len(claims), "allocated", allocated, "waiting", waiting, "newDecisions", len(changes))
+	klog.FromContext(ctx).Info("Rebuilt the ledger from status", "claims", len(claims), "allocated", allocated, "waiting", waiting, "newDecisions", len(changes), "duration", time.Since(start))
 	c.report(ctx, changes, nil)
 	setRecordCounts(allocated, waiting)
 	for _, claim := range claims {

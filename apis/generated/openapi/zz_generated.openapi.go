@@ -2868,7 +2868,7 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceSta
 					},
 					"date": {
 						SchemaProps: spec.SchemaProps{
-							Description: "date is when this record last changed.",
+							Description: "date is when the record got its current status: when it was allocated, or since when it waits.",
 							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},

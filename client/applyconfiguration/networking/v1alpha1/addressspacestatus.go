@@ -34,7 +34,8 @@ type AddressSpaceStatusApplyConfiguration struct {
 	Prefix *string `json:"prefix,omitempty"`
 	// description is the spec record's description.
 	Description *string `json:"description,omitempty"`
-	// date is when this record last changed.
+	// date is when the record got its current status: when it was
+	// allocated, or since when it waits.
 	Date *v1.Time `json:"date,omitempty"`
 	// status is Allocated or Unavailable.
 	Status *networkingv1alpha1.AllocationStatus `json:"status,omitempty"`

@@ -1,0 +1,222 @@
+// Command allocation measures create-to-Allocated latency of NetworkClaims
+// on the all-in-one binary with its defaults, with -present claims already
+// in the registry (a tenth of them waiting on a conflict): the time from
+// sending a create to a watch delivering the claim's status with its
+// record Allocated. Claims are created one at a time, so the figure is the
+// registry's latency, not a queue's.
+//
+//	go run ./hack/bench/allocation -binary bin/sample-generic-controlplane
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/clientcmd"
+
+	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
+	clientv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/hack/bench/internal/benchutil"
+)
+
+func main() {
+	binary := flag.String("binary", "bin/sample-generic-controlplane", "sample-generic-controlplane binary")
+	present := flag.Int("present", 10_000, "claims in the registry before measuring")
+	samples := flag.Int("samples", 500, "claims created, one at a time, to measure")
+	flag.Parse()
+	if err := run(*binary, *present, *samples); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(binary string, present, samples int) error {
+	dir, err := os.MkdirTemp("", "bench-allocation-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir) //nolint:errcheck
+	port, err := benchutil.FreePort()
+	if err != nil {
+		return err
+	}
+	args := []string{"--data-dir=" + filepath.Join(dir, "data"), "--secure-port=" + strconv.Itoa(port)}
+	cp, err := benchutil.Start(binary, args, filepath.Join(dir, "controlplane.log"))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cp.Stop() }()
+	if err := benchutil.WaitReady(port, cp, time.Minute); err != nil {
+		return fmt.Errorf("control plane: %w", err)
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "data", "admin.kubeconfig"))
+	if err != nil {
+		return err
+	}
+	config.QPS = -1
+	claims := versioned.NewForConfigOrDie(config).NetworkingV1alpha1().NetworkClaims()
+	ctx := context.Background()
+
+	start := time.Now()
+	if err := fill(ctx, claims, present); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "created and decided %d claims in %s\n", present, time.Since(start).Round(time.Millisecond))
+
+	latencies, err := measure(ctx, claims, samples, 0)
+	if err != nil {
+		return err
+	}
+
+	// After a restart the ledger is rebuilt from 10,000 statuses: how long
+	// until the first new claim is allocated.
+	if err := cp.Stop(); err != nil {
+		return err
+	}
+	restart := time.Now()
+	cp, err = benchutil.Start(binary, args, filepath.Join(dir, "controlplane-restart.log"))
+	if err != nil {
+		return err
+	}
+	if err := benchutil.WaitReady(port, cp, time.Minute); err != nil {
+		return fmt.Errorf("control plane after restart: %w", err)
+	}
+	ready := time.Since(restart)
+	first, err := measure(ctx, claims, 1, samples)
+	if err != nil {
+		return err
+	}
+
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+	slices.Sort(latencies)
+	q := func(f float64) time.Duration { return latencies[min(len(latencies)-1, int(f*float64(len(latencies))))] }
+	fmt.Printf("\nNetworkClaim create-to-Allocated, %d claims present, %d samples, one at a time\n\n", present, samples)
+	fmt.Printf("%-8s %-8s %-8s %-8s %-8s\n", "p50", "p90", "p99", "max", "min")
+	fmt.Printf("%-8s %-8s %-8s %-8s %-8s\n", ms(q(0.50)), ms(q(0.90)), ms(q(0.99)), ms(latencies[len(latencies)-1]), ms(latencies[0]))
+	fmt.Printf("\nafter a restart with %d claims: ready in %s, first new claim allocated %s after it was sent (%s after exec)\n",
+		present+samples, ready.Round(time.Millisecond), ms(first[0]), (ready + first[0]).Round(time.Millisecond))
+	return nil
+}
+
+// fill creates n claims, 16 at a time, and waits until all are decided.
+// Every tenth claims a /16 over nine /24s of others, so it waits.
+func fill(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n int) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				prefix := fmt.Sprintf("10.%d.%d.0/24", i/256, i%256)
+				if i%10 == 9 {
+					prefix = fmt.Sprintf("10.%d.0.0/16", i/256)
+				}
+				if _, err := claims.Create(ctx, claim(fmt.Sprintf("present-%05d", i), prefix), metav1.CreateOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for time.Now().Before(deadline) {
+		list, err := claims.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		undecided := 0
+		for i := range list.Items {
+			if !decided(&list.Items[i]) {
+				undecided++
+			}
+		}
+		if undecided == 0 {
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	return errors.New("claims still undecided after 10 minutes")
+}
+
+// measure creates n claims one at a time, from offset, and returns how long
+// each took from create to a watch event showing it Allocated.
+func measure(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n, offset int) ([]time.Duration, error) {
+	list, err := claims.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	w, err := claims.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	out := make([]time.Duration, 0, n)
+	for i := offset; i < offset+n; i++ {
+		name := fmt.Sprintf("measured-%05d", i)
+		prefix := fmt.Sprintf("172.%d.%d.0/24", 16+i/256, i%256)
+		sent := time.Now()
+		if _, err := claims.Create(ctx, claim(name, prefix), metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+		if err := waitAllocated(w, name); err != nil {
+			return nil, err
+		}
+		out = append(out, time.Since(sent))
+	}
+	return out, nil
+}
+
+func waitAllocated(w watch.Interface, name string) error {
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return errors.New("watch closed")
+			}
+			c, isClaim := ev.Object.(*networkingv1alpha1.NetworkClaim)
+			if isClaim && c.Name == name && decided(c) {
+				if c.Status.AddressSpace[0].Status != networkingv1alpha1.AllocationAllocated {
+					return fmt.Errorf("NetworkClaim %s: %+v, want Allocated", name, c.Status)
+				}
+				return nil
+			}
+		case <-timeout:
+			return fmt.Errorf("NetworkClaim %s not decided within a minute", name)
+		}
+	}
+}
+
+func claim(name, prefix string) *networkingv1alpha1.NetworkClaim {
+	return &networkingv1alpha1.NetworkClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       networkingv1alpha1.NetworkClaimSpec{AddressSpace: []networkingv1alpha1.AddressSpaceRecord{{Prefix: prefix}}},
+	}
+}
+
+func decided(c *networkingv1alpha1.NetworkClaim) bool {
+	ready := meta.FindStatusCondition(c.Status.Conditions, networkingv1alpha1.ConditionReady)
+	return c.Status.ObservedGeneration == c.Generation && ready != nil && len(c.Status.AddressSpace) == len(c.Spec.AddressSpace)
+}
