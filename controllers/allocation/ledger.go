@@ -307,7 +307,17 @@ func (l *ledger) restore(claims []claimSpec) []change {
 		}
 		l.allocate(r.claim, r.prefix, d)
 	}
-	slices.SortFunc(undecided, byAge)
+	// Records that waited before the restart go first, whatever the clocks
+	// of earlier leaders said, then the ones nobody decided yet.
+	slices.SortFunc(undecided, func(a, b pending) int {
+		if waited[a] != waited[b] {
+			if waited[a] {
+				return -1
+			}
+			return 1
+		}
+		return byAge(a, b)
+	})
 	var changes []change
 	for _, u := range undecided {
 		d := l.claims[u.claim].records[u.prefix]
