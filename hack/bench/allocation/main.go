@@ -1,9 +1,14 @@
-// Command allocation measures create-to-Allocated latency of NetworkClaims
-// on the all-in-one binary with its defaults, with -present claims already
-// in the registry (a tenth of them waiting on a conflict): the time from
-// sending a create to a watch delivering the claim's status with its
-// record Allocated. Claims are created one at a time, so the figure is the
-// registry's latency, not a queue's.
+// Command allocation measures NetworkClaim latency on the all-in-one binary
+// with its defaults, with -present claims already in the registry (a tenth
+// of them waiting on a conflict):
+//   - create-to-Allocated: from sending a create to a watch delivering the
+//     claim's status with its record Allocated;
+//   - release-to-promotion: from deleting a holder to a watch showing the
+//     claim that waited for its range Allocated;
+//   - after a restart, how long until the first new claim is allocated.
+//
+// One operation at a time, so the figures are the registry's latency, not a
+// queue's.
 //
 //	go run ./hack/bench/allocation -binary bin/sample-generic-controlplane
 package main
@@ -80,6 +85,10 @@ func run(binary string, present, samples int) error {
 	if err != nil {
 		return err
 	}
+	promotions, err := measurePromotion(ctx, claims, promotionSamples)
+	if err != nil {
+		return err
+	}
 
 	// After a restart the ledger is rebuilt from 10,000 statuses: how long
 	// until the first new claim is allocated.
@@ -100,15 +109,64 @@ func run(binary string, present, samples int) error {
 		return err
 	}
 
+	fmt.Printf("\nNetworkClaim latency with %d claims present, one operation at a time\n\n", present)
+	fmt.Printf("%-44s %8s %9s %9s %9s %9s %9s\n", "figure", "samples", "p50", "p90", "p99", "max", "min")
+	row("create to Allocated", latencies)
+	row("delete the holder to the waiter Allocated", promotions)
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
-	slices.Sort(latencies)
-	q := func(f float64) time.Duration { return latencies[min(len(latencies)-1, int(f*float64(len(latencies))))] }
-	fmt.Printf("\nNetworkClaim create-to-Allocated, %d claims present, %d samples, one at a time\n\n", present, samples)
-	fmt.Printf("%-8s %-8s %-8s %-8s %-8s\n", "p50", "p90", "p99", "max", "min")
-	fmt.Printf("%-8s %-8s %-8s %-8s %-8s\n", ms(q(0.50)), ms(q(0.90)), ms(q(0.99)), ms(latencies[len(latencies)-1]), ms(latencies[0]))
 	fmt.Printf("\nafter a restart with %d claims: ready in %s, first new claim allocated %s after it was sent (%s after exec)\n",
 		present+samples, ready.Round(time.Millisecond), ms(first[0]), (ready + first[0]).Round(time.Millisecond))
 	return nil
+}
+
+const promotionSamples = 100
+
+func row(name string, d []time.Duration) {
+	slices.Sort(d)
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+	q := func(f float64) string { return ms(d[min(len(d)-1, int(f*float64(len(d))))]) }
+	fmt.Printf("%-44s %8d %9s %9s %9s %9s %9s\n", name, len(d), q(0.50), q(0.90), q(0.99), ms(d[len(d)-1]), ms(d[0]))
+}
+
+// measurePromotion, n times: a holder is allocated a range, a waiter is
+// refused it; then the holder is deleted, and the time until a watch shows
+// the waiter Allocated is taken.
+func measurePromotion(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n int) ([]time.Duration, error) {
+	list, err := claims.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	w, err := claims.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	out := make([]time.Duration, 0, n)
+	for i := range n {
+		holder, waiter := fmt.Sprintf("holder-%03d", i), fmt.Sprintf("waiter-%03d", i)
+		prefix := fmt.Sprintf("192.168.%d.0/24", i)
+		if _, err := claims.Create(ctx, claim(holder, prefix), metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+		if err := waitDecision(w, holder, networkingv1alpha1.AllocationAllocated); err != nil {
+			return nil, err
+		}
+		if _, err := claims.Create(ctx, claim(waiter, prefix), metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+		if err := waitDecision(w, waiter, networkingv1alpha1.AllocationUnavailable); err != nil {
+			return nil, err
+		}
+		sent := time.Now()
+		if err := claims.Delete(ctx, holder, metav1.DeleteOptions{}); err != nil {
+			return nil, err
+		}
+		if err := waitDecision(w, waiter, networkingv1alpha1.AllocationAllocated); err != nil {
+			return nil, err
+		}
+		out = append(out, time.Since(sent))
+	}
+	return out, nil
 }
 
 // fill creates n claims, 16 at a time, and waits until all are decided.
@@ -180,7 +238,7 @@ func measure(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n
 		if _, err := claims.Create(ctx, claim(name, prefix), metav1.CreateOptions{}); err != nil {
 			return nil, err
 		}
-		if err := waitAllocated(w, name); err != nil {
+		if err := waitDecision(w, name, networkingv1alpha1.AllocationAllocated); err != nil {
 			return nil, err
 		}
 		out = append(out, time.Since(sent))
@@ -188,7 +246,9 @@ func measure(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n
 	return out, nil
 }
 
-func waitAllocated(w watch.Interface, name string) error {
+// waitDecision waits for a watch event showing the claim's first record
+// with the given status.
+func waitDecision(w watch.Interface, name string, want networkingv1alpha1.AllocationStatus) error {
 	timeout := time.After(time.Minute)
 	for {
 		select {
@@ -197,14 +257,11 @@ func waitAllocated(w watch.Interface, name string) error {
 				return errors.New("watch closed")
 			}
 			c, isClaim := ev.Object.(*networkingv1alpha1.NetworkClaim)
-			if isClaim && c.Name == name && decided(c) {
-				if c.Status.AddressSpace[0].Status != networkingv1alpha1.AllocationAllocated {
-					return fmt.Errorf("NetworkClaim %s: %+v, want Allocated", name, c.Status)
-				}
+			if isClaim && c.Name == name && decided(c) && c.Status.AddressSpace[0].Status == want {
 				return nil
 			}
 		case <-timeout:
-			return fmt.Errorf("NetworkClaim %s not decided within a minute", name)
+			return fmt.Errorf("NetworkClaim %s not %s within a minute", name, want)
 		}
 	}
 }
