@@ -3,7 +3,7 @@
 // +k8s:conversion-gen=sigs.k8s.io/sample-generic-controlplane/apis/networking
 // +k8s:defaulter-gen=TypeMeta
 // +groupName=networking.x-k8s.io
-// +k8s:openapi-model-package=io.k8s.x-networking.v1alpha1
+// +k8s:openapi-model-package=io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1
 
 // Package v1alpha1 is version v1alpha1 of networking.x-k8s.io: NetworkClaim,
 // the registry of the cluster's IP address space.

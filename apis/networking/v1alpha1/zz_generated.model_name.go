@@ -23,35 +23,35 @@ package v1alpha1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in AddressSpaceRecord) OpenAPIModelName() string {
-	return "io.k8s.x-networking.v1alpha1.AddressSpaceRecord"
+	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.AddressSpaceRecord"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in AddressSpaceStatus) OpenAPIModelName() string {
-	return "io.k8s.x-networking.v1alpha1.AddressSpaceStatus"
+	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.AddressSpaceStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NetworkClaim) OpenAPIModelName() string {
-	return "io.k8s.x-networking.v1alpha1.NetworkClaim"
+	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaim"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NetworkClaimList) OpenAPIModelName() string {
-	return "io.k8s.x-networking.v1alpha1.NetworkClaimList"
+	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaimList"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NetworkClaimSpec) OpenAPIModelName() string {
-	return "io.k8s.x-networking.v1alpha1.NetworkClaimSpec"
+	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaimSpec"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NetworkClaimStatus) OpenAPIModelName() string {
-	return "io.k8s.x-networking.v1alpha1.NetworkClaimStatus"
+	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaimStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ResourceReference) OpenAPIModelName() string {
-	return "io.k8s.x-networking.v1alpha1.ResourceReference"
+	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.ResourceReference"
 }

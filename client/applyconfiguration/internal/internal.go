@@ -39,16 +39,259 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
-- name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaim
-  scalar: untyped
-  list:
-    elementType:
-      namedType: __untyped_atomic_
-    elementRelationship: atomic
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+  map:
+    fields:
+    - name: lastTransitionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: message
+      type:
+        scalar: string
+      default: ""
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: reason
+      type:
+        scalar: string
+      default: ""
+    - name: status
+      type:
+        scalar: string
+      default: ""
+    - name: type
+      type:
+        scalar: string
+      default: ""
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1
   map:
     elementType:
-      namedType: __untyped_deduced_
-    elementRelationship: separable
+      scalar: untyped
+      list:
+        elementType:
+          namedType: __untyped_atomic_
+        elementRelationship: atomic
+      map:
+        elementType:
+          namedType: __untyped_deduced_
+        elementRelationship: separable
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: fieldsType
+      type:
+        scalar: string
+    - name: fieldsV1
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1
+    - name: manager
+      type:
+        scalar: string
+    - name: operation
+      type:
+        scalar: string
+    - name: subresource
+      type:
+        scalar: string
+    - name: time
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+  map:
+    fields:
+    - name: annotations
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: creationTimestamp
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: deletionGracePeriodSeconds
+      type:
+        scalar: numeric
+    - name: deletionTimestamp
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: finalizers
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: generateName
+      type:
+        scalar: string
+    - name: generation
+      type:
+        scalar: numeric
+    - name: labels
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: managedFields
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry
+          elementRelationship: atomic
+    - name: name
+      type:
+        scalar: string
+    - name: namespace
+      type:
+        scalar: string
+    - name: ownerReferences
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference
+          elementRelationship: associative
+          keys:
+          - uid
+    - name: resourceVersion
+      type:
+        scalar: string
+    - name: selfLink
+      type:
+        scalar: string
+    - name: uid
+      type:
+        scalar: string
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+      default: ""
+    - name: blockOwnerDeletion
+      type:
+        scalar: boolean
+    - name: controller
+      type:
+        scalar: boolean
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: uid
+      type:
+        scalar: string
+      default: ""
+    elementRelationship: atomic
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+  scalar: untyped
+- name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.AddressSpaceRecord
+  map:
+    fields:
+    - name: description
+      type:
+        scalar: string
+    - name: prefix
+      type:
+        scalar: string
+      default: ""
+    - name: reference
+      type:
+        namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.ResourceReference
+- name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.AddressSpaceStatus
+  map:
+    fields:
+    - name: date
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: description
+      type:
+        scalar: string
+    - name: message
+      type:
+        scalar: string
+    - name: prefix
+      type:
+        scalar: string
+      default: ""
+    - name: reference
+      type:
+        namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.ResourceReference
+    - name: status
+      type:
+        scalar: string
+      default: ""
+- name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaim
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaimSpec
+      default: {}
+    - name: status
+      type:
+        namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaimStatus
+      default: {}
+- name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaimSpec
+  map:
+    fields:
+    - name: addressSpace
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.AddressSpaceRecord
+          elementRelationship: associative
+          keys:
+          - prefix
+- name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaimStatus
+  map:
+    fields:
+    - name: addressSpace
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.AddressSpaceStatus
+          elementRelationship: associative
+          keys:
+          - prefix
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: observedGeneration
+      type:
+        scalar: numeric
+- name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.ResourceReference
+  map:
+    fields:
+    - name: group
+      type:
+        scalar: string
+      default: ""
+    - name: resource
+      type:
+        scalar: string
+      default: ""
 - name: __untyped_atomic_
   scalar: untyped
   list:
