@@ -1,0 +1,129 @@
+package networkregistry
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+)
+
+// ParseAddrOrPrefix reads what WhoHas accepts: an IP address ("10.96.0.1",
+// "fd00::1"), which becomes the prefix of that one address, or a CIDR
+// ("10.96.0.0/12"), masked to its network address. Callers that take the
+// input from a user can check it with this before they start a Registry.
+func ParseAddrOrPrefix(s string) (netip.Prefix, error) {
+	if !strings.Contains(s, "/") {
+		if a, err := netip.ParseAddr(s); err == nil {
+			// An address is an address, whatever interface it was
+			// seen on, and an IPv4-mapped one is the IPv4 address.
+			a = a.WithZone("").Unmap()
+			return netip.PrefixFrom(a, a.BitLen()), nil
+		}
+	} else if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	return netip.Prefix{}, fmt.Errorf("%q: write an IP address such as 10.96.0.1 or a prefix such as 10.96.0.0/12", s)
+}
+
+// WhoHas returns the allocations that hold addrOrPrefix: for an IP address,
+// the allocated prefixes that contain it; for a prefix, those that overlap
+// it (contain it or lie inside it). It returns an error, saying what to
+// write, when addrOrPrefix is neither.
+func (r *Registry) WhoHas(addrOrPrefix string) ([]Allocation, error) {
+	p, err := ParseAddrOrPrefix(addrOrPrefix)
+	if err != nil {
+		return nil, err
+	}
+	return r.Overlaps(p), nil
+}
+
+// Overlaps returns the allocations whose prefix shares at least one address
+// with p: the question to ask before using p.
+func (r *Registry) Overlaps(p netip.Prefix) []Allocation {
+	if !p.IsValid() {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []Allocation
+	for q, claim := range r.index.Overlapping(p) {
+		out = append(out, r.allocations[claim][q].clone())
+	}
+	sortAllocations(out)
+	return out
+}
+
+// Prefixes returns every allocated prefix whose claim record references
+// exactly ref's group and resource, e.g. {Group: "", Resource: "services"}
+// for the Service ranges a service proxy must route. IPv4 prefixes come
+// first, then IPv6, each in CIDR order.
+func (r *Registry) Prefixes(ref v1alpha1.ResourceReference) []netip.Prefix {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []netip.Prefix
+	for _, allocations := range r.allocations {
+		for p, a := range allocations {
+			if a.Reference != nil && *a.Reference == ref {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.SortFunc(out, comparePrefixes)
+	return slices.Compact(out)
+}
+
+// Allocations returns every allocation, in prefix order (IPv4 first, then
+// CIDR order), then by claim name.
+func (r *Registry) Allocations() []Allocation {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Allocation, 0, r.index.Len())
+	for _, allocations := range r.allocations {
+		for _, a := range allocations {
+			out = append(out, a.clone())
+		}
+	}
+	sortAllocations(out)
+	return out
+}
+
+// Claims returns every NetworkClaim as the registry last saw it, sorted by
+// name, with its undecided and unavailable records too: what a listing of
+// the registry shows. The claims are copies; their managed fields are not
+// kept.
+func (r *Registry) Claims() []*v1alpha1.NetworkClaim {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*v1alpha1.NetworkClaim, 0, len(r.claims))
+	for _, c := range r.claims {
+		out = append(out, c.DeepCopy())
+	}
+	slices.SortFunc(out, func(a, b *v1alpha1.NetworkClaim) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func (a Allocation) clone() Allocation {
+	a.Reference = copyReference(a.Reference)
+	return a
+}
+
+// comparePrefixes orders IPv4 before IPv6, then by address, then shorter
+// (larger) prefixes first: CIDR order.
+func comparePrefixes(a, b netip.Prefix) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Bits(), b.Bits())
+}
+
+func sortAllocations(allocations []Allocation) {
+	slices.SortFunc(allocations, func(a, b Allocation) int {
+		if c := comparePrefixes(a.Prefix, b.Prefix); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Claim, b.Claim)
+	})
+}

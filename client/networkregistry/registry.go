@@ -1,0 +1,270 @@
+// Package networkregistry is the consumer side of the NetworkClaim registry
+// (KANA): it lets a network component ask who holds an address or a prefix,
+// list the ranges allocated for a kind of resource, and claim ranges of its
+// own and wait for the registry's decision.
+//
+// A Registry keeps, from an informer of NetworkClaims, an index of every
+// allocated prefix (a prefix trie, see the prefixindex package), so that its
+// queries are answered from memory, in time that does not grow with the
+// number of claims, and without a request to the API server. Call Start
+// once before querying.
+//
+// Only what the registry decided counts: a prefix is allocated when its
+// claim's status says Allocated and the prefix is still in the claim's spec.
+// Prefixes that are unavailable (they overlap another claim's) or not decided
+// yet are not allocations.
+//
+// The package depends on client-go and the generated client of this module
+// only, never on k8s.io/kubernetes.
+package networkregistry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
+	informers "sigs.k8s.io/sample-generic-controlplane/client/informers/externalversions/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry/prefixindex"
+)
+
+// Allocation is one prefix the registry allocated to a claim: the answer to
+// "who holds this address space, and what for?".
+type Allocation struct {
+	// Claim is the name of the NetworkClaim that holds Prefix.
+	Claim string
+	// Prefix is the allocated prefix, in canonical form.
+	Prefix netip.Prefix
+	// Reference names the resource the range is for (e.g. group "" and
+	// resource "services"); nil when the claim names none.
+	Reference *v1alpha1.ResourceReference
+	// Description says what the range is for, as the claim wrote it.
+	Description string
+	// Date is when the registry allocated the prefix.
+	Date time.Time
+}
+
+// Registry answers questions about the cluster's address space from an
+// informer of NetworkClaims, and claims address space by server-side apply.
+// Its methods are safe for concurrent use.
+type Registry struct {
+	client       versioned.Interface
+	fieldManager string
+	informer     cache.SharedIndexInformer
+	registration cache.ResourceEventHandlerRegistration
+	// handlerErr is why the event handler could not be added; Start returns it.
+	handlerErr error
+
+	starting atomic.Bool // Start was called
+	synced   atomic.Bool // Start returned nil
+
+	mu sync.RWMutex
+	// index maps each allocated prefix to the names of the claims holding it.
+	index prefixindex.Index[string]
+	// allocations are the allocations of each claim, by prefix: what index
+	// holds for the claim, with the details index does not keep.
+	allocations map[string]map[netip.Prefix]Allocation
+	// claims are the NetworkClaims as the event handlers last saw them, so
+	// that a claim and the index always agree.
+	claims map[string]*v1alpha1.NetworkClaim
+	// applied is, per claim name, the object Claim last wrote, so that
+	// WaitForAllocation waits for the registry's decision on that write
+	// rather than returning a decision on an older generation.
+	applied map[string]appliedClaim
+	// changed is closed, and replaced, whenever the event handlers changed
+	// anything: waiters take it under mu, then check, then wait on it.
+	changed chan struct{}
+}
+
+// appliedClaim identifies a claim's spec written by Claim.
+type appliedClaim struct {
+	uid        types.UID
+	generation int64
+}
+
+// New returns a Registry that reads and writes NetworkClaims through client.
+// fieldManager names the component in the managed fields of the claims that
+// Claim writes (server-side apply), e.g. "my-cni"; a Registry that only
+// queries may leave it empty, and Claim then returns an error.
+func New(client versioned.Interface, fieldManager string) *Registry {
+	r := &Registry{
+		client:       client,
+		fieldManager: fieldManager,
+		informer:     informers.NewNetworkClaimInformer(client, 0, cache.Indexers{}),
+		allocations:  map[string]map[netip.Prefix]Allocation{},
+		claims:       map[string]*v1alpha1.NetworkClaim{},
+		applied:      map[string]appliedClaim{},
+		changed:      make(chan struct{}),
+	}
+	// The registry never reads managed fields; they are often most of a
+	// claim's size.
+	_ = r.informer.SetTransform(stripManagedFields) // fails only once the informer runs
+	r.registration, r.handlerErr = r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { r.update(obj) },
+		UpdateFunc: func(_, obj any) { r.update(obj) },
+		DeleteFunc: r.delete,
+	})
+	return r
+}
+
+// NewForConfig returns a Registry that talks to the API server of config;
+// see New for fieldManager.
+func NewForConfig(config *rest.Config, fieldManager string) (*Registry, error) {
+	// NetworkClaims have no protobuf encoding; a config made for built-in
+	// types (as controllers' often are) must not ask for it.
+	config = rest.CopyConfig(config)
+	config.ContentType, config.AcceptContentTypes = "application/json", "application/json"
+	client, err := versioned.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("networkregistry: client for %s: %w", config.Host, err)
+	}
+	return New(client, fieldManager), nil
+}
+
+// Start runs the informer until ctx ends and waits until the registry has
+// indexed every NetworkClaim that exists; it returns an error when ctx ends
+// first (the informer retries failed requests until then, as informers do).
+// Call it once; until it returns nil, queries may miss claims. After ctx
+// ends, queries answer from the last state the registry saw.
+func (r *Registry) Start(ctx context.Context) error {
+	if r.handlerErr != nil {
+		return fmt.Errorf("networkregistry: %w", r.handlerErr)
+	}
+	if r.starting.Swap(true) {
+		return errors.New("networkregistry: Start called twice; call it once per Registry")
+	}
+	go r.informer.RunWithContext(ctx)
+	if !cache.WaitFor(ctx, "", r.registration.HasSyncedChecker()) {
+		return fmt.Errorf("networkregistry: NetworkClaims not listed: %w", context.Cause(ctx))
+	}
+	r.synced.Store(true)
+	return nil
+}
+
+func stripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// update indexes a claim that was added or changed: it replaces the claim's
+// previous allocations by its current ones.
+func (r *Registry) update(obj any) {
+	claim, ok := obj.(*v1alpha1.NetworkClaim)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unindex(claim.Name)
+	current := allocationsOf(claim)
+	for p := range current {
+		r.index.Insert(p, claim.Name)
+	}
+	if len(current) > 0 {
+		r.allocations[claim.Name] = current
+	}
+	r.claims[claim.Name] = claim
+	r.notify()
+}
+
+// delete removes a deleted claim's allocations.
+func (r *Registry) delete(obj any) {
+	name, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unindex(name)
+	delete(r.claims, name)
+	r.notify()
+}
+
+// unindex removes a claim's allocations from the index; r.mu must be held.
+func (r *Registry) unindex(name string) {
+	for p := range r.allocations[name] {
+		r.index.Delete(p, name)
+	}
+	delete(r.allocations, name)
+}
+
+// notify wakes every waiter; r.mu must be held for writing.
+func (r *Registry) notify() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// allocationsOf returns a claim's allocations: its status records that say
+// Allocated, for prefixes still in its spec. Reference and description come
+// from the spec record, which is the claim's current intent.
+func allocationsOf(claim *v1alpha1.NetworkClaim) map[netip.Prefix]Allocation {
+	spec := make(map[netip.Prefix]v1alpha1.AddressSpaceRecord, len(claim.Spec.AddressSpace))
+	for _, record := range claim.Spec.AddressSpace {
+		if p, err := netip.ParsePrefix(record.Prefix); err == nil {
+			spec[p.Masked()] = record
+		}
+	}
+	out := map[netip.Prefix]Allocation{}
+	for _, status := range claim.Status.AddressSpace {
+		if status.Status != v1alpha1.AllocationAllocated {
+			continue
+		}
+		p, err := netip.ParsePrefix(status.Prefix)
+		if err != nil {
+			continue
+		}
+		p = p.Masked()
+		record, ok := spec[p]
+		if !ok {
+			continue // released: no longer claimed
+		}
+		out[p] = Allocation{
+			Claim:       claim.Name,
+			Prefix:      p,
+			Reference:   copyReference(record.Reference),
+			Description: record.Description,
+			Date:        status.Date.Time,
+		}
+	}
+	return out
+}
+
+func copyReference(ref *v1alpha1.ResourceReference) *v1alpha1.ResourceReference {
+	if ref == nil {
+		return nil
+	}
+	c := *ref
+	return &c
+}
+
+// waitFor waits until done, called with r.mu held for reading, returns true
+// or ctx ends. done is checked again after every change the event handlers
+// make, never by polling.
+func (r *Registry) waitFor(ctx context.Context, done func() bool) error {
+	for {
+		r.mu.RLock()
+		changed := r.changed
+		ok := done()
+		r.mu.RUnlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
