@@ -76,7 +76,7 @@ an admin kubeconfig that it prints when ready.`,
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
 
-	cmd.AddCommand(newVersionCommand(), newControllersCommand())
+	cmd.AddCommand(newVersionCommand(), newControllersCommand(), newRegistryCommand())
 	return cmd
 }
 

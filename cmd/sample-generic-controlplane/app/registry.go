@@ -1,0 +1,311 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/tools/clientcmd"
+	cliflag "k8s.io/component-base/cli/flag"
+
+	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
+	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
+)
+
+// statusPending is shown for a claimed prefix the registry has not decided on.
+const statusPending = "Pending"
+
+// newRegistryCommand looks up the NetworkClaim registry of a running control
+// plane: who holds which address space.
+func newRegistryCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "registry",
+		Short: "Look up who holds which IP address space in the NetworkClaim registry",
+		Long: `Looks up the NetworkClaim registry of the control plane in --kubeconfig: the IP prefixes
+that components claimed, and what the registry decided on each (Allocated, Unavailable
+because another claim holds an overlapping prefix, or Pending).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newRegistryListCommand(), newRegistryWhoisCommand())
+	// The root's help lists its flags, which are not this command's.
+	cmd.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nUsage:\n  %s <command> --kubeconfig=FILE [flags]\n\nCommands:\n", cmd.Long, cmd.CommandPath())
+		for _, sub := range cmd.Commands() {
+			fmt.Fprintf(cmd.OutOrStdout(), "  %-7s %s\n", sub.Name(), sub.Short)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "\nRun '%s <command> --help' for a command's flags.\n", cmd.CommandPath())
+	})
+	return cmd
+}
+
+// registryOptions are the flags of the registry subcommands.
+type registryOptions struct {
+	kubeconfig string
+	output     string
+	timeout    time.Duration
+}
+
+func (o *registryOptions) addFlags(cmd *cobra.Command) {
+	var fss cliflag.NamedFlagSets
+	connection := fss.FlagSet("connection")
+	connection.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Kubeconfig of the control plane to look up.")
+	connection.DurationVar(&o.timeout, "timeout", 30*time.Second, "How long to wait for the control plane's NetworkClaims.")
+	fss.FlagSet("output").StringVarP(&o.output, "output", "o", o.output, "Output format: json, or leave it out for a table.")
+	for _, fs := range fss.FlagSets {
+		cmd.Flags().AddFlagSet(fs)
+	}
+	cliflag.SetUsageAndHelpFunc(cmd, fss, 0)
+}
+
+// validate checks the flags before anything connects.
+func (o *registryOptions) validate() error {
+	if o.kubeconfig == "" {
+		return fmt.Errorf("--kubeconfig is required; write e.g. --kubeconfig=$HOME/.local/share/sample-generic-controlplane/admin.kubeconfig")
+	}
+	if o.output != "" && o.output != "json" {
+		return fmt.Errorf("-o: unknown output format %q; write -o json or leave it out", o.output)
+	}
+	if o.timeout <= 0 {
+		return fmt.Errorf("--timeout must be positive; write e.g. --timeout=30s")
+	}
+	return nil
+}
+
+// start returns a registry that has read every NetworkClaim.
+func (o *registryOptions) start(ctx context.Context) (*networkregistry.Registry, error) {
+	config, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+	}
+	client, err := versioned.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel() // ends the informer too: the registry is read once
+	// An informer retries failed requests quietly until the timeout; one
+	// plain request first fails at once, saying why (connection refused,
+	// Unauthorized, the NetworkClaim API not served).
+	if _, err := client.NetworkingV1alpha1().NetworkClaims().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return nil, fmt.Errorf("listing the NetworkClaims of %s: %w", config.Host, err)
+	}
+	// Looks up only: no field manager.
+	r := networkregistry.New(client, "")
+	if err := r.Start(ctx); err != nil {
+		return nil, fmt.Errorf("reading the NetworkClaims of %s: %w", config.Host, err)
+	}
+	return r, nil
+}
+
+func newRegistryListCommand() *cobra.Command {
+	o := &registryOptions{}
+	cmd := &cobra.Command{
+		Use:   "list --kubeconfig=FILE",
+		Short: "List every claimed prefix of every NetworkClaim and the registry's decision on it",
+		Long: `Lists every prefix claimed by every NetworkClaim, by claim, with the registry's decision:
+Allocated, Unavailable (DETAILS names the claim that holds an overlapping prefix) or Pending
+(not decided yet). -o json prints the same records as a JSON array.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			r, err := o.start(cmd.Context())
+			if err != nil {
+				return err
+			}
+			records := recordsOfClaims(r.Claims())
+			if o.output == "json" {
+				return printJSON(cmd.OutOrStdout(), records)
+			}
+			if len(records) == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "No NetworkClaims found")
+				return nil
+			}
+			return printList(cmd.OutOrStdout(), records, time.Now())
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func newRegistryWhoisCommand() *cobra.Command {
+	o := &registryOptions{}
+	cmd := &cobra.Command{
+		Use:   "whois <ip|prefix> --kubeconfig=FILE",
+		Short: "Show the allocations that contain an IP address or overlap a prefix",
+		Long: `Shows who holds an address: the allocated prefixes that contain an IP address (10.96.0.1,
+fd00::1), or that overlap a prefix (10.96.0.0/12), with the NetworkClaim that holds each.
+When none does, it says so on stderr and exits 0. -o json prints a JSON array.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("whois takes one IP address or prefix, e.g. whois 10.96.0.1 or whois 10.96.0.0/12; got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if _, err := networkregistry.ParseAddrOrPrefix(args[0]); err != nil {
+				return err
+			}
+			r, err := o.start(cmd.Context())
+			if err != nil {
+				return err
+			}
+			allocations, err := r.WhoHas(args[0])
+			if err != nil {
+				return err
+			}
+			records := recordsOfAllocations(allocations)
+			if o.output == "json" {
+				return printJSON(cmd.OutOrStdout(), records)
+			}
+			if len(records) == 0 {
+				// kubectl's "No resources found": not an error.
+				fmt.Fprintf(cmd.ErrOrStderr(), "No NetworkClaim holds %s\n", args[0])
+				return nil
+			}
+			return printWhois(cmd.OutOrStdout(), records)
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+// registryRecord is one claimed prefix: a row of list and whois, and an
+// element of their JSON output.
+type registryRecord struct {
+	Claim  string `json:"claim"`
+	Prefix string `json:"prefix"`
+	// Status is Allocated, Unavailable or Pending.
+	Status      string                      `json:"status"`
+	Reference   *v1alpha1.ResourceReference `json:"reference,omitempty"`
+	Description string                      `json:"description,omitempty"`
+	// Date is when the registry decided; nil while pending.
+	Date    *metav1.Time `json:"date,omitempty"`
+	Message string       `json:"message,omitempty"`
+}
+
+// recordsOfClaims returns every spec record of the claims with the
+// registry's decision on it, by claim name, then in prefix order.
+func recordsOfClaims(claims []*v1alpha1.NetworkClaim) []registryRecord {
+	var out []registryRecord
+	for _, c := range claims {
+		decided := map[string]v1alpha1.AddressSpaceStatus{}
+		for _, s := range c.Status.AddressSpace {
+			decided[s.Prefix] = s
+		}
+		first := len(out)
+		for _, spec := range c.Spec.AddressSpace {
+			r := registryRecord{Claim: c.Name, Prefix: spec.Prefix, Status: statusPending, Reference: spec.Reference, Description: spec.Description}
+			if s, ok := decided[spec.Prefix]; ok {
+				date := s.Date
+				r.Status, r.Date, r.Message = string(s.Status), &date, s.Message
+			}
+			out = append(out, r)
+		}
+		slices.SortFunc(out[first:], func(a, b registryRecord) int { return comparePrefixStrings(a.Prefix, b.Prefix) })
+	}
+	return out
+}
+
+// comparePrefixStrings orders prefixes IPv4 first, then in CIDR order.
+// Validation admits only valid prefixes; were one not, strings compare.
+func comparePrefixStrings(a, b string) int {
+	pa, errA := netip.ParsePrefix(a)
+	pb, errB := netip.ParsePrefix(b)
+	if errA != nil || errB != nil {
+		return strings.Compare(a, b)
+	}
+	if c := pa.Addr().Compare(pb.Addr()); c != 0 {
+		return c
+	}
+	return pa.Bits() - pb.Bits()
+}
+
+// recordsOfAllocations keeps the registry's order: by prefix, then claim.
+func recordsOfAllocations(allocations []networkregistry.Allocation) []registryRecord {
+	out := make([]registryRecord, 0, len(allocations))
+	for _, a := range allocations {
+		date := metav1.NewTime(a.Date)
+		out = append(out, registryRecord{
+			Claim: a.Claim, Prefix: a.Prefix.String(), Status: string(v1alpha1.AllocationAllocated),
+			Reference: a.Reference, Description: a.Description, Date: &date,
+		})
+	}
+	return out
+}
+
+// printList writes the records as list's table; ages are relative to now.
+// DETAILS is why a prefix is unavailable, else what it is for.
+func printList(w io.Writer, records []registryRecord, now time.Time) error {
+	tw := newTabWriter(w)
+	fmt.Fprintln(tw, "CLAIM\tPREFIX\tSTATUS\tREFERENCE\tAGE\tDETAILS")
+	for _, r := range records {
+		age := "-"
+		if r.Date != nil {
+			age = duration.HumanDuration(now.Sub(r.Date.Time))
+		}
+		details := r.Description
+		if r.Message != "" {
+			details = r.Message
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Claim, r.Prefix, r.Status, referenceString(r.Reference), age, details)
+	}
+	return tw.Flush()
+}
+
+// printWhois writes the allocations as whois's table.
+func printWhois(w io.Writer, records []registryRecord) error {
+	tw := newTabWriter(w)
+	fmt.Fprintln(tw, "PREFIX\tCLAIM\tREFERENCE\tALLOCATED\tDESCRIPTION")
+	for _, r := range records {
+		allocated := "-"
+		if r.Date != nil {
+			allocated = r.Date.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Prefix, r.Claim, referenceString(r.Reference), allocated, r.Description)
+	}
+	return tw.Flush()
+}
+
+// printJSON writes the records as a JSON array; [] when there are none.
+func printJSON(w io.Writer, records []registryRecord) error {
+	if records == nil {
+		records = []registryRecord{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(records)
+}
+
+// newTabWriter aligns columns as kubectl's tables do.
+func newTabWriter(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 10, 4, 3, ' ', 0)
+}
+
+// referenceString is "services" for the core group, "group/resource"
+// otherwise, and "-" for none.
+func referenceString(ref *v1alpha1.ResourceReference) string {
+	switch {
+	case ref == nil:
+		return "-"
+	case ref.Group == "":
+		return ref.Resource
+	default:
+		return ref.Group + "/" + ref.Resource
+	}
+}
