@@ -352,7 +352,11 @@ func recordedOf(claim *networkingv1alpha1.NetworkClaim) map[netip.Prefix]recorde
 		if err != nil {
 			continue
 		}
-		out[p] = recordedStatus{allocated: r.Status == networkingv1alpha1.AllocationAllocated, date: r.Date.Time}
+		recorded := recordedStatus{allocated: r.Status == networkingv1alpha1.AllocationAllocated, date: r.Date.Time}
+		if !recorded.allocated {
+			recorded.holderPrefix, recorded.holder, _ = parseUnavailableMessage(r.Message)
+		}
+		out[p] = recorded
 	}
 	return out
 }

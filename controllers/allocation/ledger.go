@@ -69,6 +69,10 @@ type claimSpec struct {
 type recordedStatus struct {
 	allocated bool
 	date      time.Time
+	// holder and holderPrefix are the allocation an unavailable record's
+	// message names, if it could be read.
+	holder       string
+	holderPrefix netip.Prefix
 }
 
 // changeKind says what happened to a record.
@@ -271,9 +275,9 @@ func (l *ledger) restore(claims []claimSpec) []change {
 		prefix netip.Prefix
 	}
 	var recorded, undecided []pending
-	// Records whose status already says they wait: deciding them again
-	// the same way is no news.
-	waited := map[pending]bool{}
+	// Records whose status already says they wait, as recorded: deciding
+	// them again the same way is no news.
+	waited := map[pending]recordedStatus{}
 	now := l.now()
 	for _, c := range claims {
 		e := &claimEntry{uid: c.uid, created: c.created, generation: c.generation, records: map[netip.Prefix]*decision{}}
@@ -288,7 +292,7 @@ func (l *ledger) restore(claims []claimSpec) []change {
 				recorded = append(recorded, pending{c.name, p})
 			case ok:
 				d.since = r.date
-				waited[pending{c.name, p}] = true
+				waited[pending{c.name, p}] = r
 				undecided = append(undecided, pending{c.name, p})
 			default:
 				d.observed = now
@@ -310,8 +314,10 @@ func (l *ledger) restore(claims []claimSpec) []change {
 	// Records that waited before the restart go first, whatever the clocks
 	// of earlier leaders said, then the ones nobody decided yet.
 	slices.SortFunc(undecided, func(a, b pending) int {
-		if waited[a] != waited[b] {
-			if waited[a] {
+		_, waitedA := waited[a]
+		_, waitedB := waited[b]
+		if waitedA != waitedB {
+			if waitedA {
 				return -1
 			}
 			return 1
@@ -321,15 +327,30 @@ func (l *ledger) restore(claims []claimSpec) []change {
 	var changes []change
 	for _, u := range undecided {
 		d := l.claims[u.claim].records[u.prefix]
+		r, wasWaiting := waited[u]
+		if wasWaiting && l.stillBlocks(u.claim, u.prefix, r.holder, r.holderPrefix) {
+			// The holder its status names still blocks it: keep the
+			// message, rather than name another holder after a restart.
+			d.holder, d.holderPrefix = r.holder, r.holderPrefix
+			l.waiting.Insert(u.prefix, u.claim)
+			continue
+		}
 		c := l.decide(u.claim, u.prefix, d)
 		if c.kind == changeAllocated {
 			d.since = now.Truncate(time.Second)
-		} else if waited[u] {
+		} else if wasWaiting {
 			continue
 		}
 		changes = append(changes, c)
 	}
 	return changes
+}
+
+// stillBlocks reports whether holder, another claim, holds holderPrefix and
+// it overlaps p.
+func (l *ledger) stillBlocks(claim string, p netip.Prefix, holder string, holderPrefix netip.Prefix) bool {
+	return holder != "" && holder != claim && holderPrefix.IsValid() && holderPrefix.Overlaps(p) &&
+		slices.Contains(l.held.Holders(holderPrefix), holder)
 }
 
 // records returns the ledger's decisions for a claim at the generation it

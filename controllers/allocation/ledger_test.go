@@ -1023,7 +1023,7 @@ func statusOf(l *ledger) []claimSpec {
 		for _, p := range sortedPrefixes(e.records) {
 			d := e.records[p]
 			s.prefixes = append(s.prefixes, p)
-			s.recorded[p] = recordedStatus{allocated: d.allocated, date: d.since}
+			s.recorded[p] = recordedStatus{allocated: d.allocated, date: d.since, holder: d.holder, holderPrefix: d.holderPrefix}
 		}
 		claims = append(claims, s)
 	}
@@ -1044,12 +1044,16 @@ func play(t *testing.T, history []event) (changes [][]string, records []map[stri
 		if e.restart {
 			clock.step(e.op.tick)
 			status := statusOf(l)
+			recordsBefore := withoutObserved(fullRecords(l))
 			l = newLedger(clock.now)
 			got = l.restore(status)
 			// Status the ledger wrote is consistent: rebuilding from it
-			// decides nothing anew.
+			// decides nothing anew, and names the same holders.
 			if len(got) != 0 {
 				t.Errorf("event %d %v: restore from consistent status made changes %v", i, e, formatChanges(got))
+			}
+			if after := withoutObserved(fullRecords(l)); !maps.Equal(after, recordsBefore) {
+				t.Errorf("event %d %v: restore from consistent status changed records:\nbefore %v\nafter  %v", i, e, recordsBefore, after)
 			}
 		} else {
 			got = e.op.apply(l, clock)
@@ -1067,6 +1071,17 @@ func play(t *testing.T, history []event) (changes [][]string, records []map[stri
 		records = append(records, fullRecords(l))
 	}
 	return changes, records
+}
+
+// withoutObserved drops the observation times, which restore does not
+// keep: they only feed the latency metric.
+func withoutObserved(records map[string]string) map[string]string {
+	out := make(map[string]string, len(records))
+	for k, v := range records {
+		v, _, _ = strings.Cut(v, " observed=")
+		out[k] = v
+	}
+	return out
 }
 
 func formatHistory(history []event) string {

@@ -3,6 +3,7 @@ package allocation
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,24 @@ const reasonAllocated = "Allocated"
 // "overlaps 10.96.0.0/12 held by NetworkClaim kube-apiserver".
 func unavailableMessage(holderPrefix netip.Prefix, holder string) string {
 	return fmt.Sprintf("overlaps %s held by NetworkClaim %s", holderPrefix, holder)
+}
+
+// parseUnavailableMessage reads the holder back from a message written by
+// unavailableMessage.
+func parseUnavailableMessage(message string) (netip.Prefix, string, bool) {
+	rest, ok := strings.CutPrefix(message, "overlaps ")
+	if !ok {
+		return netip.Prefix{}, "", false
+	}
+	prefix, holder, ok := strings.Cut(rest, " held by NetworkClaim ")
+	if !ok || holder == "" {
+		return netip.Prefix{}, "", false
+	}
+	p, err := netip.ParsePrefix(prefix)
+	if err != nil {
+		return netip.Prefix{}, "", false
+	}
+	return p, holder, true
 }
 
 // desiredStatus renders the ledger's decisions on a claim as its status:

@@ -273,3 +273,24 @@ func TestDesiredStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestParseUnavailableMessage(t *testing.T) {
+	for _, tc := range []struct {
+		message    string
+		wantPrefix string
+		wantHolder string
+		wantOK     bool
+	}{
+		{unavailableMessage(netip.MustParsePrefix("10.96.0.0/12"), "kube-apiserver"), "10.96.0.0/12", "kube-apiserver", true},
+		{unavailableMessage(netip.MustParsePrefix("fd00:10:96::/112"), "services"), "fd00:10:96::/112", "services", true},
+		{"overlaps 10.96.0.0/12 held by NetworkClaim ", "", "", false},
+		{"overlaps 10.96.0.300/12 held by NetworkClaim a", "", "", false},
+		{"written by hand", "", "", false},
+		{"", "", "", false},
+	} {
+		p, holder, ok := parseUnavailableMessage(tc.message)
+		if ok != tc.wantOK || holder != tc.wantHolder || (ok && p.String() != tc.wantPrefix) {
+			t.Errorf("parseUnavailableMessage(%q) = %s, %q, %v; want %s, %q, %v", tc.message, p, holder, ok, tc.wantPrefix, tc.wantHolder, tc.wantOK)
+		}
+	}
+}

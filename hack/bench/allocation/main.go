@@ -41,19 +41,24 @@ func main() {
 	binary := flag.String("binary", "bin/sample-generic-controlplane", "sample-generic-controlplane binary")
 	present := flag.Int("present", 10_000, "claims in the registry before measuring")
 	samples := flag.Int("samples", 500, "claims created, one at a time, to measure")
+	keep := flag.Bool("keep", false, "keep the data dir and the control plane's logs, and print where")
 	flag.Parse()
-	if err := run(*binary, *present, *samples); err != nil {
+	if err := run(*binary, *present, *samples, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(binary string, present, samples int) error {
+func run(binary string, present, samples int, keep bool) error {
 	dir, err := os.MkdirTemp("", "bench-allocation-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir) //nolint:errcheck
+	if keep {
+		defer fmt.Fprintf(os.Stderr, "data dir and logs kept in %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir) //nolint:errcheck
+	}
 	port, err := benchutil.FreePort()
 	if err != nil {
 		return err
