@@ -77,6 +77,11 @@ an admin kubeconfig that it prints when ready.`,
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
 
 	cmd.AddCommand(newVersionCommand(), newControllersCommand(), newRegistryCommand())
+	// The flag-set help prints no commands; list them with the description.
+	cmd.Long += "\n\nCommands:"
+	for _, sub := range cmd.Commands() {
+		cmd.Long += fmt.Sprintf("\n  %-12s %s", sub.Name(), sub.Short)
+	}
 	return cmd
 }
 

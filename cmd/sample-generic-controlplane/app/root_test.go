@@ -148,12 +148,13 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-func TestHelpListsOurFlags(t *testing.T) {
+func TestHelpListsOurFlagsAndCommands(t *testing.T) {
 	out, err := execute(t, "--help")
 	if err != nil {
 		t.Fatalf("--help: %v", err)
 	}
-	for _, want := range []string{"--data-dir", "--tls-san", "--embedded-etcd-quota-bytes", "--etcd-servers", "--secure-port"} {
+	for _, want := range []string{"--data-dir", "--tls-san", "--embedded-etcd-quota-bytes", "--etcd-servers", "--secure-port",
+		"\n  controllers ", "\n  registry ", "\n  version "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help does not mention %s", want)
 		}
