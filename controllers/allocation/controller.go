@@ -195,20 +195,11 @@ func (c *Controller) observe(ctx context.Context, obj any) {
 	if !ok {
 		return
 	}
-	c.mu.Lock()
-	if !c.restored {
-		c.mu.Unlock()
-		return
+	if c.decide(ctx, nil, func(l *ledger) []change { return l.sync(specOf(ctx, claim)) }) {
+		// Always: status may need writing even when the ledger did not
+		// change (e.g. someone else wrote it).
+		c.queue.Add(claim.Name)
 	}
-	changes := c.ledger.sync(specOf(ctx, claim))
-	allocated, waiting := c.ledger.counts()
-	c.mu.Unlock()
-
-	c.report(ctx, changes, nil)
-	setRecordCounts(allocated, waiting)
-	// Always: status may need writing even when the ledger did not change
-	// (e.g. someone else wrote it).
-	c.queue.Add(claim.Name)
 }
 
 // deleted releases a deleted claim's prefixes.
@@ -220,17 +211,26 @@ func (c *Controller) deleted(ctx context.Context, obj any) {
 	if !ok {
 		return
 	}
+	c.decide(ctx, claim, func(l *ledger) []change { return l.forget(claim.Name, claim.UID) })
+}
+
+// decide changes the ledger under its lock, then reports the changes. It
+// does nothing, and returns false, until the ledger is restored: the
+// restore reads the informer's cache, which already holds what the event
+// is about.
+func (c *Controller) decide(ctx context.Context, deleted *networkingv1alpha1.NetworkClaim, change func(*ledger) []change) bool {
 	c.mu.Lock()
 	if !c.restored {
 		c.mu.Unlock()
-		return
+		return false
 	}
-	changes := c.ledger.forget(claim.Name, claim.UID)
+	changes := change(c.ledger)
 	allocated, waiting := c.ledger.counts()
 	c.mu.Unlock()
 
-	c.report(ctx, changes, claim)
+	c.report(ctx, changes, deleted)
 	setRecordCounts(allocated, waiting)
+	return true
 }
 
 // report logs each decision, records its event and counts conflicts, and

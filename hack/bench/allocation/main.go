@@ -137,11 +137,7 @@ func row(name string, d []time.Duration) {
 // refused it; then the holder is deleted, and the time until a watch shows
 // the waiter Allocated is taken.
 func measurePromotion(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n int) ([]time.Duration, error) {
-	list, err := claims.List(ctx, metav1.ListOptions{Limit: 1})
-	if err != nil {
-		return nil, err
-	}
-	w, err := claims.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	w, err := watchFromNow(ctx, claims)
 	if err != nil {
 		return nil, err
 	}
@@ -226,11 +222,7 @@ func fill(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n in
 // measure creates n claims one at a time, from offset, and returns how long
 // each took from create to a watch event showing it Allocated.
 func measure(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n, offset int) ([]time.Duration, error) {
-	list, err := claims.List(ctx, metav1.ListOptions{Limit: 1})
-	if err != nil {
-		return nil, err
-	}
-	w, err := claims.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	w, err := watchFromNow(ctx, claims)
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +241,15 @@ func measure(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n
 		out = append(out, time.Since(sent))
 	}
 	return out, nil
+}
+
+// watchFromNow watches the claims from the current resource version.
+func watchFromNow(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface) (watch.Interface, error) {
+	list, err := claims.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	return claims.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 }
 
 // waitDecision waits for a watch event showing the claim's first record
