@@ -182,6 +182,14 @@ func TestConflictingRecordIsUnavailableAndPromotedOnRelease(t *testing.T) {
 	holder := waitDecided(t, claims, "conflict-holder")
 	expectAllocated(t, holder, "100.64.0.0/16")
 	expectReady(t, holder, metav1.ConditionTrue, "Allocated")
+	// The registry owns status, and the creator still owns spec.
+	managers := map[string]string{}
+	for _, m := range holder.ManagedFields {
+		managers[m.Manager] = m.Subresource
+	}
+	if sub, ok := managers[allocation.Identity]; !ok || sub != "status" || len(managers) != 2 {
+		t.Errorf("managed fields by manager (subresource): %v; want the creator's and %s's on status", managers, allocation.Identity)
+	}
 
 	createClaims(t, claims, newClaim("conflict-waiter", "100.64.1.0/24", "100.65.0.0/16"))
 	waiter := waitDecided(t, claims, "conflict-waiter")
