@@ -13,8 +13,10 @@ package allocation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +43,7 @@ import (
 	clientscheme "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/scheme"
 	"sigs.k8s.io/sample-generic-controlplane/client/informers/externalversions"
 	listers "sigs.k8s.io/sample-generic-controlplane/client/listers/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry/prefixindex"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
 )
 
@@ -79,7 +82,7 @@ func New(ctx context.Context, c *controllercontext.Context) (func(context.Contex
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	return NewController(ctx, client, eventClient).Run, nil
+	return NewController(ctx, client, eventClient, c.ReplicaIdentity).Run, nil
 }
 
 // Controller allocates NetworkClaim records.
@@ -93,16 +96,29 @@ type Controller struct {
 	recorder    record.EventRecorder
 	eventClient kubernetes.Interface
 
-	// mu guards the ledger; restored turns on once it was rebuilt from
-	// status, and until then events are left to the rebuild.
+	// mu guards the ledger and the stored index; restored turns on once
+	// the ledger was rebuilt from status, and until then events are left
+	// to the rebuild.
 	mu       sync.Mutex
 	ledger   *ledger
 	restored bool
+	// stored indexes the allocations that claims' status, as the informer
+	// last delivered it, records (in spec or not): a new allocation is
+	// written only once no other claim's status shows an overlapping one,
+	// so that stored statuses never overlap, not even between a release
+	// and the write that records it.
+	stored   prefixindex.Index[string]
+	storedBy map[string][]netip.Prefix
 }
 
+// errWaitingForRelease: a decision must wait for another claim's status to
+// stop showing an overlapping allocation.
+var errWaitingForRelease = errors.New("waiting for a released prefix to leave another claim's status")
+
 // NewController wires the controller; Run starts it. ctx carries the
-// logger of the informer's event handlers.
-func NewController(ctx context.Context, client versioned.Interface, eventClient kubernetes.Interface) *Controller {
+// logger of the informer's event handlers; replica names this replica in
+// the events it records.
+func NewController(ctx context.Context, client versioned.Interface, eventClient kubernetes.Interface, replica string) *Controller {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", Name))
 	registerMetrics()
 	// The first list is a consistent read, not whatever the watch cache of
@@ -129,18 +145,23 @@ func NewController(ctx context.Context, client versioned.Interface, eventClient 
 		client:      client,
 		informers:   factory,
 		lister:      informer.Lister(),
-		synced:      informer.Informer().HasSynced,
 		queue:       workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
 		broadcaster: broadcaster,
-		recorder:    broadcaster.NewRecorder(clientscheme.Scheme, corev1.EventSource{Component: Identity}),
+		recorder:    broadcaster.NewRecorder(clientscheme.Scheme, corev1.EventSource{Component: Identity, Host: replica}),
 		eventClient: eventClient,
 		ledger:      newLedger(time.Now),
+		storedBy:    map[string][]netip.Prefix{},
 	}
-	_, _ = informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	registration, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observe(ctx, obj) },
 		UpdateFunc: func(_, obj any) { c.observe(ctx, obj) },
 		DeleteFunc: func(obj any) { c.deleted(ctx, obj) },
 	})
+	utilruntime.Must(err) // fails only on an informer that has stopped
+	// Synced once the handler, not only the cache, has seen every claim of
+	// the first list: the stored index must be complete before anything
+	// is written.
+	c.synced = registration.HasSynced
 	return c
 }
 
@@ -154,10 +175,11 @@ func (c *Controller) Run(ctx context.Context) {
 	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.eventClient.CoreV1().Events("")})
 	defer c.broadcaster.Shutdown()
 	defer c.queue.ShutDown()
+	// A replica that stops leading must not report the leader's ledger:
+	// reset once the informer, and so its handlers, stopped.
+	defer recordsMetric.Reset()
 	c.informers.Start(ctx.Done())
 	defer c.informers.Shutdown()
-	// A replica that stops leading must not report the leader's ledger.
-	defer recordsMetric.Reset()
 
 	if !cache.WaitForNamedCacheSync(Name, ctx.Done(), c.synced) {
 		return
@@ -205,6 +227,13 @@ func (c *Controller) observe(ctx context.Context, obj any) {
 	if !ok {
 		return
 	}
+	c.recordStored(claim.Name, storedAllocations(claim))
+	// An event older than the cache (one queued before the restore, say,
+	// for a claim since deleted or created again) is left alone: the
+	// events that follow it bring the ledger to the cache's state.
+	if current, err := c.lister.Get(claim.Name); err != nil || current.UID != claim.UID {
+		return
+	}
 	if c.decide(ctx, nil, func(l *ledger) []change { return l.sync(specOf(ctx, claim)) }) {
 		// Always: status may need writing even when the ledger did not
 		// change (e.g. someone else wrote it).
@@ -221,7 +250,80 @@ func (c *Controller) deleted(ctx context.Context, obj any) {
 	if !ok {
 		return
 	}
+	c.recordStored(claim.Name, nil)
 	c.decide(ctx, claim, func(l *ledger) []change { return l.forget(claim.Name, claim.UID) })
+}
+
+// recordStored updates the stored index with what a claim's status now
+// records, and queues the claims the ledger allocated a prefix that
+// overlaps one the status no longer shows: their writes waited for it.
+func (c *Controller) recordStored(name string, now []netip.Prefix) {
+	c.mu.Lock()
+	var wake []string
+	for _, p := range c.storedBy[name] {
+		c.stored.Delete(p, name)
+		if slices.Contains(now, p) {
+			continue
+		}
+		for _, holder := range c.ledger.held.Overlapping(p) {
+			if holder != name {
+				wake = append(wake, holder)
+			}
+		}
+	}
+	for _, p := range now {
+		c.stored.Insert(p, name)
+	}
+	if len(now) == 0 {
+		delete(c.storedBy, name)
+	} else {
+		c.storedBy[name] = now
+	}
+	c.mu.Unlock()
+	for _, holder := range wake {
+		c.queue.Add(holder)
+	}
+}
+
+// fenced reports whether writing status would record an allocation that
+// another claim's stored status still shows an overlapping allocation of:
+// then the write waits for that claim's release to be stored. c.mu must be
+// held.
+func (c *Controller) fenced(claim *networkingv1alpha1.NetworkClaim, status networkingv1alpha1.NetworkClaimStatus) bool {
+	already := map[string]bool{}
+	for _, r := range claim.Status.AddressSpace {
+		already[r.Prefix] = r.Status == networkingv1alpha1.AllocationAllocated
+	}
+	for _, r := range status.AddressSpace {
+		if r.Status != networkingv1alpha1.AllocationAllocated || already[r.Prefix] {
+			continue
+		}
+		p, err := netip.ParsePrefix(r.Prefix)
+		if err != nil {
+			continue
+		}
+		for _, holder := range c.stored.Overlapping(p) {
+			if holder != claim.Name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// storedAllocations are the prefixes a claim's status records as
+// allocated, whether still in spec or not.
+func storedAllocations(claim *networkingv1alpha1.NetworkClaim) []netip.Prefix {
+	var out []netip.Prefix
+	for _, r := range claim.Status.AddressSpace {
+		if r.Status != networkingv1alpha1.AllocationAllocated {
+			continue
+		}
+		if p, err := netip.ParsePrefix(r.Prefix); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // decide changes the ledger under its lock, then reports the changes. It
@@ -293,7 +395,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	defer c.queue.Done(name)
 	if err := c.writeStatus(ctx, name); err != nil {
-		if !apierrors.IsConflict(err) {
+		if !apierrors.IsConflict(err) && !errors.Is(err, errWaitingForRelease) {
 			utilruntime.HandleErrorWithContext(ctx, err, "Writing NetworkClaim status failed; will retry", "claim", name)
 		}
 		c.queue.AddRateLimited(name)
@@ -314,13 +416,20 @@ func (c *Controller) writeStatus(ctx context.Context, name string) error {
 	}
 	c.mu.Lock()
 	generation, decisions, known := c.ledger.records(name, claim.UID)
-	c.mu.Unlock()
 	if !known || generation != claim.Generation {
+		c.mu.Unlock()
 		// The informer has a spec the ledger has not decided yet; its
 		// handler will queue the claim again once it has.
 		return nil
 	}
 	status := desiredStatus(claim, generation, decisions)
+	fenced := c.fenced(claim, status)
+	c.mu.Unlock()
+	if fenced {
+		// The release's event queues the claim again; the rate-limited
+		// retry is the safety net.
+		return errWaitingForRelease
+	}
 	if !apiequality.Semantic.DeepEqual(claim.Status, status) {
 		update := claim.DeepCopy()
 		update.Status = status

@@ -34,4 +34,8 @@ type Context struct {
 	// Only the service-account token controller uses it, as in
 	// kube-controller-manager: it mints tokens for every service account.
 	RootClient kubernetes.Interface
+	// ReplicaIdentity names this manager replica (its Lease holder
+	// identity when electing a leader), e.g. as the host of events, so
+	// that one can tell which replica decided.
+	ReplicaIdentity string
 }

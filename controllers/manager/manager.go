@@ -263,11 +263,13 @@ func Run(ctx context.Context, o *Options, rootConfig *rest.Config, health *Healt
 	if err != nil {
 		return err
 	}
-	if !o.LeaderElect {
-		return runControllers(ctx, o, rootConfig, rootClient, health)
-	}
+	// The replica's identity: its Lease holder identity, and the host of
+	// the events its controllers record.
 	hostname, _ := os.Hostname()
 	id := hostname + "_" + string(uuid.NewUUID())
+	if !o.LeaderElect {
+		return runControllers(ctx, o, id, rootConfig, rootClient, health)
+	}
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: identityNamespace, Name: LeaseName},
 		Client:     rootClient.CoordinationV1(),
@@ -278,7 +280,7 @@ func Run(ctx context.Context, o *Options, rootConfig *rest.Config, health *Healt
 	// instead of living on without controllers.
 	for {
 		campaign(ctx, o, lock, id, func(ctx context.Context) error {
-			return runControllers(ctx, o, rootConfig, rootClient, health)
+			return runControllers(ctx, o, id, rootConfig, rootClient, health)
 		})
 		if ctx.Err() != nil {
 			return nil
@@ -380,9 +382,9 @@ func (t *leadershipTerm) end() {
 	}
 }
 
-func runControllers(ctx context.Context, o *Options, rootConfig *rest.Config, rootClient kubernetes.Interface, health *Health) error {
+func runControllers(ctx context.Context, o *Options, id string, rootConfig *rest.Config, rootClient kubernetes.Interface, health *Health) error {
 	logger := klog.FromContext(ctx)
-	c, metadataInformers, err := newContext(ctx, o, rootConfig, rootClient)
+	c, metadataInformers, err := newContext(ctx, o, id, rootConfig, rootClient)
 	if err != nil {
 		for _, entry := range registry {
 			if o.runs(entry) {
@@ -434,7 +436,7 @@ func runControllers(ctx context.Context, o *Options, rootConfig *rest.Config, ro
 	return nil
 }
 
-func newContext(ctx context.Context, o *Options, rootConfig *rest.Config, rootClient kubernetes.Interface) (*controllercontext.Context, metadatainformer.SharedInformerFactory, error) {
+func newContext(ctx context.Context, o *Options, id string, rootConfig *rest.Config, rootClient kubernetes.Interface) (*controllercontext.Context, metadatainformer.SharedInformerFactory, error) {
 	informerConfig := rest.CopyConfig(rootConfig)
 	informerConfig.QPS = -1
 	metadataClient, err := metadata.NewForConfig(informerConfig)
@@ -463,5 +465,6 @@ func newContext(ctx context.Context, o *Options, rootConfig *rest.Config, rootCl
 		InformersStarted:                make(chan struct{}),
 		RootCA:                          rootCA,
 		RootClient:                      rootClient,
+		ReplicaIdentity:                 id,
 	}, metadataInformers, nil
 }

@@ -2,8 +2,11 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -211,22 +216,37 @@ func TestConflictingRecordIsUnavailableAndPromotedOnRelease(t *testing.T) {
 	waitForEvent(t, s.ClientConfig, "conflict-waiter", allocation.EventAllocated, "100.64.1.0/24")
 }
 
-// Records waiting for one range are served in the order they came; those
-// still waiting then name the new holder.
+// Records waiting for one range are served in the order they started
+// waiting, not by claim age or name; those still waiting then name the new
+// holder.
 func TestWaitingRecordsArePromotedFirstComeFirstServed(t *testing.T) {
 	s := sharedServer(t)
 	claims := networkClaims(s.ClientConfig)
+	const contested = "100.66.0.0/24"
 	createClaims(t, claims, newClaim("fcfs-holder", "100.66.0.0/16", "100.67.0.0/16"))
 	waitDecided(t, claims, "fcfs-holder")
-	// Waiters created one at a time, later names first, so that the order
-	// can only come from arrival.
-	for _, name := range []string{"fcfs-c", "fcfs-b", "fcfs-a"} {
-		createClaims(t, claims, newClaim(name, "100.66.0.0/24"))
-		expectUnavailable(t, waitDecided(t, claims, name), "100.66.0.0/24", "100.66.0.0/16", "fcfs-holder")
-		time.Sleep(1100 * time.Millisecond) // status dates have seconds
+	// The oldest claim starts waiting second, by an edit; the last to wait
+	// has the first name. Status dates have seconds, hence the pauses.
+	createClaims(t, claims, newClaim("fcfs-old", "100.76.0.0/24"))
+	waitDecided(t, claims, "fcfs-old")
+	createClaims(t, claims, newClaim("fcfs-c", contested))
+	expectUnavailable(t, waitDecided(t, claims, "fcfs-c"), contested, "100.66.0.0/16", "fcfs-holder")
+	time.Sleep(1100 * time.Millisecond)
+	old, err := claims.Get(t.Context(), "fcfs-old", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	old.Spec.AddressSpace = append(old.Spec.AddressSpace, networkingv1alpha1.AddressSpaceRecord{Prefix: contested})
+	if _, err := claims.Update(t.Context(), old, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expectUnavailable(t, waitDecided(t, claims, "fcfs-old"), contested, "100.66.0.0/16", "fcfs-holder")
+	time.Sleep(1100 * time.Millisecond)
+	createClaims(t, claims, newClaim("fcfs-a", contested))
+	expectUnavailable(t, waitDecided(t, claims, "fcfs-a"), contested, "100.66.0.0/16", "fcfs-holder")
 
-	// The holder gives the range up by editing its spec.
+	// The holder gives the range up by editing its spec: the first to wait
+	// gets it, the others now name it.
 	holder, err := claims.Get(t.Context(), "fcfs-holder", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -235,21 +255,31 @@ func TestWaitingRecordsArePromotedFirstComeFirstServed(t *testing.T) {
 	if _, err := claims.Update(t.Context(), holder, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	first := waitForClaim(t, claims, "fcfs-c", "promoted", func(c *networkingv1alpha1.NetworkClaim) bool {
-		return record(t, c, "100.66.0.0/24").Status == networkingv1alpha1.AllocationAllocated
-	})
-	expectReady(t, first, metav1.ConditionTrue, "Allocated")
-	for _, name := range []string{"fcfs-b", "fcfs-a"} {
-		c := waitForClaim(t, claims, name, "naming the new holder", func(c *networkingv1alpha1.NetworkClaim) bool {
-			return strings.Contains(record(t, c, "100.66.0.0/24").Message, "fcfs-c")
+	waitForPromotion := func(winner string, others ...string) {
+		t.Helper()
+		c := waitForClaim(t, claims, winner, "promoted", func(c *networkingv1alpha1.NetworkClaim) bool {
+			return record(t, c, contested).Status == networkingv1alpha1.AllocationAllocated
 		})
-		expectUnavailable(t, c, "100.66.0.0/24", "100.66.0.0/24", "fcfs-c")
+		expectReady(t, c, metav1.ConditionTrue, "Allocated")
+		for _, name := range others {
+			c := waitForClaim(t, claims, name, "naming the new holder", func(c *networkingv1alpha1.NetworkClaim) bool {
+				return strings.Contains(record(t, c, contested).Message, winner)
+			})
+			expectUnavailable(t, c, contested, contested, winner)
+		}
 	}
+	waitForPromotion("fcfs-c", "fcfs-old", "fcfs-a")
 	holder = waitDecided(t, claims, "fcfs-holder")
 	if len(holder.Status.AddressSpace) != 1 {
 		t.Errorf("the holder's status still lists the released record: %+v", holder.Status)
 	}
 	waitForEvent(t, s.ClientConfig, "fcfs-holder", allocation.EventReleased, "100.66.0.0/16")
+
+	// The winner is deleted: next comes the one that waited second.
+	if err := claims.Delete(t.Context(), "fcfs-c", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForPromotion("fcfs-old", "fcfs-a")
 }
 
 // An allocation stays with its claim: neither a claim created earlier and
@@ -361,8 +391,15 @@ func TestFiftyClientsRaceForOnePrefix(t *testing.T) {
 func TestRestartInTheMiddleOfABurstKeepsTheLedger(t *testing.T) {
 	first := cptesting.StartTestServer(t, cptesting.Options{})
 	claims := networkClaims(first.ClientConfig)
-	// Nested and equal ranges, so that many claims conflict.
-	prefixes := []string{"10.0.0.0/16", "10.0.0.0/24", "10.0.1.0/24", "10.0.0.0/8", "10.0.0.128/25", "10.1.0.0/16"}
+	// The controller runs (it starts once the server is ready).
+	if _, err := claims.Create(t.Context(), newClaim("burst-probe", "192.168.0.0/24"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDecided(t, claims, "burst-probe")
+	// Nested and equal ranges in six disjoint blocks, so that many claims
+	// conflict and many are allocated.
+	shapes := []string{"10.%d.0.0/16", "10.%d.0.0/24", "10.%d.1.0/24", "10.%d.0.128/25"}
+	prefix := func(j int) string { return fmt.Sprintf(shapes[j%len(shapes)], j/len(shapes)%6) }
 	const burst = 60
 	var wg sync.WaitGroup
 	created := make(chan string, burst)
@@ -372,7 +409,7 @@ func TestRestartInTheMiddleOfABurstKeepsTheLedger(t *testing.T) {
 		wg.Go(func() {
 			for j := i; j < burst; j += 6 {
 				name := fmt.Sprintf("burst-%02d", j)
-				if _, err := claims.Create(ctx, newClaim(name, prefixes[j%len(prefixes)]), metav1.CreateOptions{}); err != nil {
+				if _, err := claims.Create(ctx, newClaim(name, prefix(j)), metav1.CreateOptions{}); err != nil {
 					return // the server is stopping
 				}
 				created <- name
@@ -393,6 +430,16 @@ func TestRestartInTheMiddleOfABurstKeepsTheLedger(t *testing.T) {
 	stopBurst()
 	wg.Wait()
 	recorded := allocationsOf(t, before.Items)
+	delete(recorded, "burst-probe")
+	if len(recorded) == 0 {
+		t.Fatal("no allocation of the burst was recorded before the stop: the test cannot check they survive it")
+	}
+	undecided := 0
+	for i := range before.Items {
+		if !decided(&before.Items[i]) {
+			undecided++
+		}
+	}
 
 	second := cptesting.StartTestServer(t, cptesting.Options{DataDir: first.DataDir})
 	claims = networkClaims(second.ClientConfig)
@@ -404,23 +451,27 @@ func TestRestartInTheMiddleOfABurstKeepsTheLedger(t *testing.T) {
 	for _, c := range list.Items {
 		after = append(after, *waitDecided(t, claims, c.Name))
 	}
-	t.Logf("%d claims created before the stop, %d of them with an allocation recorded; %d claims after the restart", len(before.Items), len(recorded), len(after))
+	t.Logf("%d claims before the stop: %d with an allocation recorded, %d undecided; %d claims after the restart", len(before.Items), len(recorded), undecided, len(after))
 	now := allocationsOf(t, after)
 	for name, prefixes := range recorded {
 		if fmt.Sprint(now[name]) != fmt.Sprint(prefixes) {
 			t.Errorf("NetworkClaim %s held %v before the restart and %v after", name, prefixes, now[name])
 		}
 	}
-	// Every range claimed is held by someone.
-	for _, p := range prefixes[:3] {
-		held := false
-		for _, ps := range now {
-			for _, q := range ps {
-				held = held || q.Overlaps(netip.MustParsePrefix(p))
+	// Every record that waits names a claim that holds an overlapping prefix.
+	for _, c := range after {
+		for _, r := range c.Status.AddressSpace {
+			if r.Status != networkingv1alpha1.AllocationUnavailable {
+				continue
 			}
-		}
-		if !held {
-			t.Errorf("after the restart nobody holds anything overlapping %s", p)
+			var heldPrefix, holder string
+			if _, err := fmt.Sscanf(r.Message, "overlaps %s held by NetworkClaim %s", &heldPrefix, &holder); err != nil {
+				t.Errorf("NetworkClaim %s, %s: message %q: %v", c.Name, r.Prefix, r.Message, err)
+				continue
+			}
+			if !slices.Contains(now[holder], netip.MustParsePrefix(heldPrefix)) || !netip.MustParsePrefix(heldPrefix).Overlaps(netip.MustParsePrefix(r.Prefix)) {
+				t.Errorf("NetworkClaim %s, %s: %q, but %s holds %v", c.Name, r.Prefix, r.Message, holder, now[holder])
+			}
 		}
 	}
 }
@@ -458,5 +509,106 @@ func expectNoAllocationController(t *testing.T, cfg *rest.Config) {
 	_, err := networkClaims(cfg).List(t.Context(), metav1.ListOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("listing NetworkClaims with KANA off: %v; want NotFound", err)
+	}
+}
+
+// Under churn (claims created, edited, deleted and created again, as fast
+// as one client goes) no two claims' stored statuses ever show overlapping
+// allocations, at any resource version: not even between a release and the
+// promotion it allows.
+func TestStoredStatusesNeverOverlapUnderChurn(t *testing.T) {
+	s := sharedServer(t)
+	ctx := t.Context()
+	claims := networkClaims(s.ClientConfig)
+	pool := []string{"100.80.0.0/14", "100.80.0.0/16", "100.81.0.0/16", "100.80.0.0/24", "100.80.1.0/24",
+		"100.81.128.0/17", "100.82.0.0/15", "100.83.0.0/24"}
+	names := []string{"churn-a", "churn-b", "churn-c", "churn-d", "churn-e", "churn-f"}
+
+	w, err := claims.Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	violations := make(chan string, 100)
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		stored := map[string][]netip.Prefix{}
+		for ev := range w.ResultChan() {
+			c, ok := ev.Object.(*networkingv1alpha1.NetworkClaim)
+			if !ok || !strings.HasPrefix(c.Name, "churn-") {
+				continue
+			}
+			delete(stored, c.Name)
+			if ev.Type != watch.Deleted {
+				for _, r := range c.Status.AddressSpace {
+					if r.Status == networkingv1alpha1.AllocationAllocated {
+						stored[c.Name] = append(stored[c.Name], netip.MustParsePrefix(r.Prefix))
+					}
+				}
+			}
+			for _, p := range stored[c.Name] {
+				for other, ps := range stored {
+					for _, q := range ps {
+						if other != c.Name && p.Overlaps(q) {
+							select {
+							case violations <- fmt.Sprintf("at resourceVersion %s: %s holds %s and %s holds %s", c.ResourceVersion, c.Name, p, other, q):
+							default:
+							}
+						}
+					}
+				}
+			}
+		}
+	}()
+
+	// A deterministic history: one seed, one client.
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func() []networkingv1alpha1.AddressSpaceRecord {
+		var chosen []networkingv1alpha1.AddressSpaceRecord
+		for range 1 + rng.IntN(2) {
+			p := netip.MustParsePrefix(pool[rng.IntN(len(pool))])
+			if !slices.ContainsFunc(chosen, func(r networkingv1alpha1.AddressSpaceRecord) bool { return netip.MustParsePrefix(r.Prefix).Overlaps(p) }) {
+				chosen = append(chosen, networkingv1alpha1.AddressSpaceRecord{Prefix: p.String()})
+			}
+		}
+		return chosen
+	}
+	exists := map[string]bool{}
+	for _, name := range names {
+		t.Cleanup(func() { _ = claims.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	}
+	for range 200 {
+		name := names[rng.IntN(len(names))]
+		var err error
+		switch {
+		case !exists[name]:
+			c := &networkingv1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: networkingv1alpha1.NetworkClaimSpec{AddressSpace: pick()}}
+			_, err = claims.Create(ctx, c, metav1.CreateOptions{})
+			exists[name] = true
+		case rng.IntN(3) == 0:
+			err = claims.Delete(ctx, name, metav1.DeleteOptions{})
+			exists[name] = false
+		default:
+			patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"addressSpace": pick()}})
+			_, err = claims.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Everything settles: every remaining claim is decided.
+	var final []networkingv1alpha1.NetworkClaim
+	for _, name := range names {
+		if exists[name] {
+			final = append(final, *waitDecided(t, claims, name))
+		}
+	}
+	allocationsOf(t, final)
+	w.Stop()
+	<-checked
+	close(violations)
+	for v := range violations {
+		t.Error(v)
 	}
 }

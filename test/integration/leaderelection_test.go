@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/allocation"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
@@ -78,11 +79,19 @@ func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 	if held := allocationsOf(t, decidedClaims); len(held) != 1 {
 		t.Fatalf("claims holding 10.96.0.0/12: %v; want exactly one", held)
 	}
+	// Every decision was the leader's: events name the replica.
+	for i := range racers {
+		for _, e := range eventsFor(t, second.ClientConfig, fmt.Sprintf("ha-%02d", i)) {
+			if e.Source.Component == allocation.Identity && e.Source.Host != leader {
+				t.Errorf("event %s %q on %s came from replica %q, not the leader %q", e.Reason, e.Message, e.InvolvedObject.Name, e.Source.Host, leader)
+			}
+		}
+	}
 
 	if err := first.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitForLeader(t, second, leader)
+	newLeader := waitForLeader(t, second, leader)
 
 	// The new leader rebuilt the ledger: the winner keeps the range until
 	// it lets go, and then the first of the others gets it.
@@ -98,6 +107,19 @@ func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("after the winner %s let go, nobody got 10.96.0.0/12 from the new leader: %v", winner, err)
+	}
+	list, err := claims.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range allocationsOf(t, list.Items) {
+		promoted := false
+		for _, e := range eventsFor(t, second.ClientConfig, name) {
+			promoted = promoted || (e.Reason == allocation.EventAllocated && e.Source.Host == newLeader)
+		}
+		if !promoted {
+			t.Errorf("no Allocated event on %s from the new leader %q", name, newLeader)
+		}
 	}
 
 	// The new leader's controllers work: a dependent is collected.

@@ -1,0 +1,185 @@
+package allocation
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/fake"
+)
+
+// These tests drive the controller's handlers, restore and status writes by
+// hand, in the orders the informer may deliver them, against fake clients.
+
+func testClaim(name string, uid types.UID, generation int64, prefix string, status ...networkingv1alpha1.AddressSpaceStatus) *networkingv1alpha1.NetworkClaim {
+	return &networkingv1alpha1.NetworkClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid, Generation: generation, CreationTimestamp: metav1.NewTime(time.Unix(1_700_000_000, 0))},
+		Spec:       networkingv1alpha1.NetworkClaimSpec{AddressSpace: []networkingv1alpha1.AddressSpaceRecord{{Prefix: prefix}}},
+		Status:     networkingv1alpha1.NetworkClaimStatus{ObservedGeneration: generation, AddressSpace: status},
+	}
+}
+
+func allocatedRecord(prefix string) networkingv1alpha1.AddressSpaceStatus {
+	return networkingv1alpha1.AddressSpaceStatus{Prefix: prefix, Status: networkingv1alpha1.AllocationAllocated, Date: metav1.NewTime(time.Unix(1_700_000_010, 0))}
+}
+
+func unavailableRecord(prefix, message string) networkingv1alpha1.AddressSpaceStatus {
+	return networkingv1alpha1.AddressSpaceStatus{Prefix: prefix, Status: networkingv1alpha1.AllocationUnavailable, Message: message, Date: metav1.NewTime(time.Unix(1_700_000_020, 0))}
+}
+
+type testController struct {
+	*Controller
+	client  *fake.Clientset
+	indexer cache.Indexer
+}
+
+// newTestController returns a controller whose informer cache holds the
+// claims; the handlers have seen them (as the first list delivers them)
+// and the ledger was restored from them.
+func newTestController(t *testing.T, claims ...*networkingv1alpha1.NetworkClaim) *testController {
+	t.Helper()
+	client := fake.NewSimpleClientset()
+	c := NewController(t.Context(), client, kubefake.NewClientset(), "test-replica")
+	indexer := c.informers.Networking().V1alpha1().NetworkClaims().Informer().GetIndexer()
+	tc := &testController{Controller: c, client: client, indexer: indexer}
+	for _, claim := range claims {
+		if err := client.Tracker().Add(claim.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		tc.cache(t, claim)
+		c.observe(t.Context(), claim)
+	}
+	c.restore(t.Context())
+	return tc
+}
+
+// cache puts an object in the informer's cache, as the reflector does
+// before the handlers are called.
+func (tc *testController) cache(t *testing.T, claim *networkingv1alpha1.NetworkClaim) {
+	t.Helper()
+	if err := tc.indexer.Update(claim); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stored is the claim as the fake API holds it.
+func (tc *testController) stored(t *testing.T, name string) *networkingv1alpha1.NetworkClaim {
+	t.Helper()
+	claim, err := tc.client.NetworkingV1alpha1().NetworkClaims().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return claim
+}
+
+func (tc *testController) decision(t *testing.T, name string, uid types.UID, prefix string) string {
+	t.Helper()
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	_, records, ok := tc.ledger.records(name, uid)
+	if !ok {
+		return "unknown"
+	}
+	for p, d := range records {
+		if p.String() == prefix {
+			if d.allocated {
+				return "Allocated"
+			}
+			return "Unavailable: " + unavailableMessage(d.holderPrefix, d.holder)
+		}
+	}
+	return "absent"
+}
+
+// An event queued before the restore, for a claim since deleted and created
+// again, must not release the new claim's allocation.
+func TestStaleEventAfterRestoreChangesNothing(t *testing.T) {
+	current := testClaim("x", "uid-2", 1, "10.0.0.0/16", allocatedRecord("10.0.0.0/16"))
+	waiter := testClaim("w", "uid-w", 1, "10.0.0.0/24", unavailableRecord("10.0.0.0/24", "overlaps 10.0.0.0/16 held by NetworkClaim x"))
+	tc := newTestController(t, current, waiter)
+
+	// The first incarnation of x, delivered late, and its deletion.
+	stale := testClaim("x", "uid-1", 3, "10.0.0.0/16")
+	tc.observe(t.Context(), stale)
+	tc.deleted(t.Context(), stale)
+
+	if got := tc.decision(t, "x", "uid-2", "10.0.0.0/16"); got != "Allocated" {
+		t.Errorf("x (uid-2) 10.0.0.0/16: %s, want Allocated", got)
+	}
+	if got, want := tc.decision(t, "w", "uid-w", "10.0.0.0/24"), "Unavailable: overlaps 10.0.0.0/16 held by NetworkClaim x"; got != want {
+		t.Errorf("w 10.0.0.0/24: %s, want %s", got, want)
+	}
+	// A claim deleted before it was seen is no ghost in the ledger.
+	tc.observe(t.Context(), testClaim("ghost", "uid-g", 1, "10.9.0.0/16"))
+	if got := tc.decision(t, "ghost", "uid-g", "10.9.0.0/16"); got != "unknown" {
+		t.Errorf("a claim not in the cache was decided: %s", got)
+	}
+}
+
+// A promotion is written only once the releasing claim's status no longer
+// shows the prefix: stored statuses never overlap.
+func TestPromotionIsWrittenAfterTheRelease(t *testing.T) {
+	holder := testClaim("x", "uid-x", 1, "10.0.0.0/16", allocatedRecord("10.0.0.0/16"))
+	waiter := testClaim("w", "uid-w", 1, "10.0.0.0/24", unavailableRecord("10.0.0.0/24", "overlaps 10.0.0.0/16 held by NetworkClaim x"))
+	tc := newTestController(t, holder, waiter)
+
+	// x gives 10.0.0.0/16 up; its status still shows it.
+	edited := testClaim("x", "uid-x", 2, "10.1.0.0/16", allocatedRecord("10.0.0.0/16"))
+	edited.Status.ObservedGeneration = 1
+	if err := tc.client.Tracker().Update(networkingv1alpha1.SchemeGroupVersion.WithResource("networkclaims"), edited.DeepCopy(), ""); err != nil {
+		t.Fatal(err)
+	}
+	tc.cache(t, edited)
+	tc.observe(t.Context(), edited)
+	if got := tc.decision(t, "w", "uid-w", "10.0.0.0/24"); got != "Allocated" {
+		t.Fatalf("after the release, w 10.0.0.0/24 is %s in the ledger, want Allocated", got)
+	}
+
+	if err := tc.writeStatus(t.Context(), "w"); !errors.Is(err, errWaitingForRelease) {
+		t.Fatalf("writing w's status while x's still shows 10.0.0.0/16: %v, want %v", err, errWaitingForRelease)
+	}
+	if got := tc.stored(t, "w").Status.AddressSpace[0].Status; got != networkingv1alpha1.AllocationUnavailable {
+		t.Fatalf("w's stored status is %s before x's release is stored", got)
+	}
+
+	// x's status is written; its informer event wakes w.
+	if err := tc.writeStatus(t.Context(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	written := tc.stored(t, "x")
+	if len(written.Status.AddressSpace) != 1 || written.Status.AddressSpace[0].Prefix != "10.1.0.0/16" {
+		t.Fatalf("x's status after its write: %+v", written.Status)
+	}
+	for tc.queue.Len() > 0 { // what the handlers queued so far
+		name, _ := tc.queue.Get()
+		tc.queue.Done(name)
+	}
+	tc.cache(t, written)
+	tc.observe(t.Context(), written)
+	if !queued(tc.Controller, "w") {
+		t.Error("x's stored release did not queue w")
+	}
+	if err := tc.writeStatus(t.Context(), "w"); err != nil {
+		t.Fatal(err)
+	}
+	if got := tc.stored(t, "w").Status.AddressSpace[0]; got.Status != networkingv1alpha1.AllocationAllocated {
+		t.Errorf("w's stored status after x's release: %+v, want Allocated", got)
+	}
+}
+
+func queued(c *Controller, name string) bool {
+	found := false
+	for c.queue.Len() > 0 {
+		item, _ := c.queue.Get()
+		c.queue.Done(item)
+		found = found || item == name
+	}
+	return found
+}
