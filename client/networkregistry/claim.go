@@ -54,15 +54,15 @@ func (r *Registry) Claim(ctx context.Context, name string, records []Record) (*v
 		}
 		spec.WithAddressSpace(ac)
 	}
+	r.startClaiming(name)
 	claim, err := r.client.NetworkingV1alpha1().NetworkClaims().Apply(ctx,
 		applyv1alpha1.NetworkClaim(name).WithSpec(spec),
 		metav1.ApplyOptions{FieldManager: r.fieldManager, Force: true})
 	if err != nil {
+		r.finishClaiming(name, nil)
 		return nil, fmt.Errorf("claiming NetworkClaim %s: %w", name, err)
 	}
-	r.mu.Lock()
-	r.applied[name] = appliedClaim{uid: claim.UID, generation: claim.Generation}
-	r.mu.Unlock()
+	r.finishClaiming(name, claim)
 	return claim, nil
 }
 
@@ -71,22 +71,43 @@ func (r *Registry) Claim(ctx context.Context, name string, records []Record) (*v
 // that Claim wrote): its status.observedGeneration and its Ready condition
 // describe that generation. It returns the claim when every record is
 // allocated, and the claim with an *UnavailableError when some record is
-// not. It waits for changes seen by the registry's informer (it never polls
-// the API server), so Start must have returned; once it returns, the
-// registry's queries include the claim's allocations. When ctx ends first,
-// it returns ctx's error, naming the claim.
+// not.
+//
+// It returns as soon as the registry has decided, and a decision is not
+// final: a record found Unavailable may be allocated later, when the holder
+// of the overlapping prefix releases it, and WaitForAllocation does not wait
+// for that. Call it again after changing the claim, or use the queries,
+// which answer from the latest state, or watch the NetworkClaim.
+//
+// It waits for changes seen by the registry's informer (it never polls the
+// API server), so Start must have returned nil; once it returns, the
+// registry's queries include the claim's allocations.
+//
+// After Claim, it waits for the object Claim wrote: when that object is
+// deleted (or deleted and created again, which makes a new object) before
+// the registry decides on it, or was deleted before the call, it returns an
+// error saying so. For a name never passed to Claim, it waits for whatever
+// claim of that name exists, and, when none does, for one to be created:
+// call Claim first to be told of deletions. When ctx ends first, it returns
+// ctx's error, naming the claim.
 func (r *Registry) WaitForAllocation(ctx context.Context, name string) (*v1alpha1.NetworkClaim, error) {
 	if !r.synced.Load() {
 		return nil, fmt.Errorf("waiting for NetworkClaim %s: the Registry is not started; call Start first", name)
 	}
 	var claim *v1alpha1.NetworkClaim
 	var ready *metav1.Condition
+	var deleted bool
 	err := r.waitFor(ctx, func() bool {
+		want, claimed := r.applied[name]
+		if claimed && want.deleted {
+			deleted = true
+			return true
+		}
 		c := r.claims[name]
 		if c == nil {
 			return false
 		}
-		if want, ok := r.applied[name]; ok && (c.UID != want.uid || c.Generation < want.generation) {
+		if claimed && (c.UID != want.uid || c.Generation < want.generation) {
 			return false // the informer has not seen Claim's write yet
 		}
 		cond := decision(c)
@@ -98,6 +119,9 @@ func (r *Registry) WaitForAllocation(ctx context.Context, name string) (*v1alpha
 	})
 	if err != nil {
 		return nil, fmt.Errorf("waiting for NetworkClaim %s to be allocated: %w", name, err)
+	}
+	if deleted {
+		return nil, fmt.Errorf("NetworkClaim %s was deleted while waiting for its allocation", name)
 	}
 	if ready.Status == metav1.ConditionTrue {
 		return claim, nil

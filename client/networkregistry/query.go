@@ -31,7 +31,7 @@ func ParseAddrOrPrefix(s string) (netip.Prefix, error) {
 // WhoHas returns the allocations that hold addrOrPrefix: for an IP address,
 // the allocated prefixes that contain it; for a prefix, those that overlap
 // it (contain it or lie inside it). It returns an error, saying what to
-// write, when addrOrPrefix is neither.
+// write, when addrOrPrefix is neither, and nothing before Start returned nil.
 func (r *Registry) WhoHas(addrOrPrefix string) ([]Allocation, error) {
 	p, err := ParseAddrOrPrefix(addrOrPrefix)
 	if err != nil {
@@ -41,9 +41,10 @@ func (r *Registry) WhoHas(addrOrPrefix string) ([]Allocation, error) {
 }
 
 // Overlaps returns the allocations whose prefix shares at least one address
-// with p: the question to ask before using p.
+// with p: the question to ask before using p. It returns nothing before
+// Start returned nil.
 func (r *Registry) Overlaps(p netip.Prefix) []Allocation {
-	if !p.IsValid() {
+	if !p.IsValid() || !r.synced.Load() {
 		return nil
 	}
 	r.mu.RLock()
@@ -59,8 +60,12 @@ func (r *Registry) Overlaps(p netip.Prefix) []Allocation {
 // Prefixes returns every allocated prefix whose claim record references
 // exactly ref's group and resource, e.g. {Group: "", Resource: "services"}
 // for the Service ranges a service proxy must route. IPv4 prefixes come
-// first, then IPv6, each in CIDR order.
+// first, then IPv6, each in CIDR order. It returns nothing before Start
+// returned nil.
 func (r *Registry) Prefixes(ref v1alpha1.ResourceReference) []netip.Prefix {
+	if !r.synced.Load() {
+		return nil
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []netip.Prefix
@@ -76,8 +81,12 @@ func (r *Registry) Prefixes(ref v1alpha1.ResourceReference) []netip.Prefix {
 }
 
 // Allocations returns every allocation, in prefix order (IPv4 first, then
-// CIDR order), then by claim name.
+// CIDR order), then by claim name. It returns nothing before Start returned
+// nil.
 func (r *Registry) Allocations() []Allocation {
+	if !r.synced.Load() {
+		return nil
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	out := make([]Allocation, 0, r.index.Len())
@@ -93,8 +102,11 @@ func (r *Registry) Allocations() []Allocation {
 // Claims returns every NetworkClaim as the registry last saw it, sorted by
 // name, with its undecided and unavailable records too: what a listing of
 // the registry shows. The claims are copies; their managed fields are not
-// kept.
+// kept. It returns nothing before Start returned nil.
 func (r *Registry) Claims() []*v1alpha1.NetworkClaim {
+	if !r.synced.Load() {
+		return nil
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	out := make([]*v1alpha1.NetworkClaim, 0, len(r.claims))

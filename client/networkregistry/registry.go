@@ -7,12 +7,22 @@
 // allocated prefix (a prefix trie, see the prefixindex package), so that its
 // queries are answered from memory, in time that does not grow with the
 // number of claims, and without a request to the API server. Call Start
-// once before querying.
+// once before querying: until Start has returned nil, every query returns
+// nothing (no allocation, no claim), which is not the same as "nothing is
+// allocated".
 //
 // Only what the registry decided counts: a prefix is allocated when its
 // claim's status says Allocated and the prefix is still in the claim's spec.
 // Prefixes that are unavailable (they overlap another claim's) or not decided
 // yet are not allocations.
+//
+// Decisions are not final. WaitForAllocation returns as soon as the registry
+// has decided on a claim; a prefix it found Unavailable may be allocated
+// later, when the claim holding the overlapping prefix releases it, and
+// nothing tells the caller of WaitForAllocation. A component that needs to
+// know calls WaitForAllocation again after changing its claim, or asks the
+// Registry's queries (which always answer from the latest state), or
+// watches its NetworkClaim.
 //
 // The package depends on client-go and the generated client of this module
 // only, never on k8s.io/kubernetes.
@@ -23,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,8 +90,15 @@ type Registry struct {
 	claims map[string]*v1alpha1.NetworkClaim
 	// applied is, per claim name, the object Claim last wrote, so that
 	// WaitForAllocation waits for the registry's decision on that write
-	// rather than returning a decision on an older generation.
+	// rather than returning a decision on an older generation, and learns
+	// when that object is deleted.
 	applied map[string]appliedClaim
+	// claiming counts, per claim name, the Claim calls whose write has not
+	// returned yet; deletedWhileClaiming are the UIDs the event handlers saw
+	// deleted meanwhile, so that a Claim whose object is deleted before the
+	// call records it still learns that it was.
+	claiming             map[string]int
+	deletedWhileClaiming map[string][]types.UID
 	// changed is closed, and replaced, whenever the event handlers changed
 	// anything: waiters take it under mu, then check, then wait on it.
 	changed chan struct{}
@@ -90,6 +108,8 @@ type Registry struct {
 type appliedClaim struct {
 	uid        types.UID
 	generation int64
+	// deleted is set when the event handlers saw the object of uid deleted.
+	deleted bool
 }
 
 // New returns a Registry that reads and writes NetworkClaims through client.
@@ -104,7 +124,10 @@ func New(client versioned.Interface, fieldManager string) *Registry {
 		allocations:  map[string]map[netip.Prefix]Allocation{},
 		claims:       map[string]*v1alpha1.NetworkClaim{},
 		applied:      map[string]appliedClaim{},
+		claiming:     map[string]int{},
 		changed:      make(chan struct{}),
+
+		deletedWhileClaiming: map[string][]types.UID{},
 	}
 	// The registry never reads managed fields; they are often most of a
 	// claim's size.
@@ -134,7 +157,7 @@ func NewForConfig(config *rest.Config, fieldManager string) (*Registry, error) {
 // Start runs the informer until ctx ends and waits until the registry has
 // indexed every NetworkClaim that exists; it returns an error when ctx ends
 // first (the informer retries failed requests until then, as informers do).
-// Call it once; until it returns nil, queries may miss claims. After ctx
+// Call it once; until it returns nil, queries return nothing. After ctx
 // ends, queries answer from the last state the registry saw.
 func (r *Registry) Start(ctx context.Context) error {
 	if r.handlerErr != nil {
@@ -167,6 +190,11 @@ func (r *Registry) update(obj any) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if old := r.claims[claim.Name]; old != nil && old.UID != claim.UID {
+		// Deleted and created again while the informer was not watching
+		// (it relisted): no delete event comes for the old object.
+		r.deleted(claim.Name, old.UID)
+	}
 	r.unindex(claim.Name)
 	current := allocationsOf(claim)
 	for p := range current {
@@ -179,16 +207,88 @@ func (r *Registry) update(obj any) {
 	r.notify()
 }
 
-// delete removes a deleted claim's allocations.
+// delete removes a deleted claim's allocations. obj is the claim, or a
+// cache.DeletedFinalStateUnknown holding its last known state when the
+// informer missed the deletion.
 func (r *Registry) delete(obj any) {
 	name, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		return
 	}
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var uid types.UID
+	if m, err := meta.Accessor(obj); err == nil {
+		uid = m.GetUID()
+	} else if last := r.claims[name]; last != nil {
+		uid = last.UID
+	}
+	r.deleted(name, uid)
 	r.unindex(name)
 	delete(r.claims, name)
+	r.notify()
+}
+
+// deleted records that the object uid of the claim name is gone, for
+// WaitForAllocation; r.mu must be held for writing.
+func (r *Registry) deleted(name string, uid types.UID) {
+	if uid == "" {
+		return
+	}
+	if a, ok := r.applied[name]; ok && a.uid == uid {
+		a.deleted = true
+		r.applied[name] = a
+	}
+	if r.claiming[name] > 0 {
+		r.deletedWhileClaiming[name] = append(r.deletedWhileClaiming[name], uid)
+	}
+}
+
+// startClaiming notes that a Claim of name is writing; finishClaiming
+// records what it wrote (nil when the write failed).
+func (r *Registry) startClaiming(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.claiming[name]++
+}
+
+func (r *Registry) finishClaiming(name string, claim *v1alpha1.NetworkClaim) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if claim != nil {
+		r.recordApplied(name, appliedClaim{
+			uid:        claim.UID,
+			generation: claim.Generation,
+			deleted:    slices.Contains(r.deletedWhileClaiming[name], claim.UID),
+		})
+	}
+	if r.claiming[name]--; r.claiming[name] <= 0 {
+		delete(r.claiming, name)
+		delete(r.deletedWhileClaiming, name)
+	}
+}
+
+// recordApplied keeps, of the objects concurrent Claim calls wrote, the one
+// to wait for: for one object, its highest generation (the calls may
+// return out of order); an object already deleted never replaces one that
+// is not. r.mu must be held for writing.
+func (r *Registry) recordApplied(name string, written appliedClaim) {
+	current, ok := r.applied[name]
+	switch {
+	case !ok:
+		current = written
+	case current.uid == written.uid:
+		current.generation = max(current.generation, written.generation)
+		current.deleted = current.deleted || written.deleted
+	case written.deleted && !current.deleted:
+		// An older object, deleted since: the current one stays.
+	default:
+		current = written
+	}
+	r.applied[name] = current
 	r.notify()
 }
 

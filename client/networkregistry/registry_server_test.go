@@ -139,6 +139,13 @@ func TestClaimAndWaitForAllocation(t *testing.T) {
 	if got := r.Prefixes(services); len(got) != 0 {
 		t.Errorf("Prefixes(services) after deleting the only Service claim = %v", got)
 	}
+	// The registry saw proxy deleted (cni's allocation came after it): a
+	// wait for the claim this Registry wrote says so rather than waiting.
+	ctx, cancel := context.WithTimeout(t.Context(), decisionTimeout)
+	defer cancel()
+	if claim, err := r.WaitForAllocation(ctx, "proxy"); err == nil || err.Error() != "NetworkClaim proxy was deleted while waiting for its allocation" {
+		t.Errorf("WaitForAllocation of the deleted claim = %v, %v; want an error saying it was deleted", claim, err)
+	}
 }
 
 func versionedClient(t *testing.T, s *cptesting.TestServer) clientv1alpha1.NetworkClaimInterface {

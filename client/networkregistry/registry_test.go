@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/fake"
@@ -415,6 +417,47 @@ func TestWaitForAllocation(t *testing.T) {
 		})
 	}
 
+	// Without Claim, WaitForAllocation waits for whatever claim of the name
+	// exists, and for one to be created when none does.
+	notClaimed := []struct {
+		name string
+		// before are the claims of the name, in order, before the wait.
+		before []*v1alpha1.NetworkClaim
+		// deleteBefore deletes the last of before once the wait began.
+		deleteBefore bool
+	}{
+		{name: "created later"},
+		{name: "undecided, then decided", before: []*v1alpha1.NetworkClaim{newClaim("later", rec{prefix: "10.0.0.0/8"})}},
+		{name: "deleted and created again", before: []*v1alpha1.NetworkClaim{newClaim("later", rec{prefix: "10.0.0.0/8"})}, deleteBefore: true},
+	}
+	for _, tc := range notClaimed {
+		t.Run("not claimed: "+tc.name, func(t *testing.T) {
+			r, client := startRegistry(t, tc.before...)
+			ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+			defer cancel()
+			type result struct {
+				claim *v1alpha1.NetworkClaim
+				err   error
+			}
+			done := make(chan result, 1)
+			go func() {
+				c, err := r.WaitForAllocation(ctx, "later")
+				done <- result{c, err}
+			}()
+			if tc.deleteBefore {
+				if err := client.NetworkingV1alpha1().NetworkClaims().Delete(ctx, "later", metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				waitUntil(t, r, "later deleted", func() bool { return r.claims["later"] == nil })
+			}
+			write(t, r, client, newClaim("later", rec{prefix: "10.0.0.0/8", status: v1alpha1.AllocationAllocated}))
+			res := <-done
+			if res.err != nil || res.claim == nil || res.claim.Status.ObservedGeneration != 1 {
+				t.Fatalf("WaitForAllocation of a claim not made by Claim: %+v, %v; want the decision", res.claim, res.err)
+			}
+		})
+	}
+
 	t.Run("context ends first", func(t *testing.T) {
 		r, _ := startRegistry(t, newClaim("undecided", rec{prefix: "10.0.0.0/8"}))
 		ctx, cancel := context.WithCancel(t.Context())
@@ -431,6 +474,279 @@ func TestWaitForAllocation(t *testing.T) {
 			t.Fatalf("WaitForAllocation before Start: %v", err)
 		}
 	})
+}
+
+var networkClaims = v1alpha1.SchemeGroupVersion.WithResource("networkclaims")
+
+// fakeApply makes Claim work on the fake clientset, whose tracker cannot
+// apply: it writes the applied spec to the tracker, as a new object (UID
+// "<name>-<n>") or as a new generation of the existing one, and then runs
+// during, if set, before Claim returns. The tracker is used directly: the
+// fake holds its lock while a reactor runs.
+func fakeApply(client *fake.Clientset, during func()) {
+	created := 0
+	client.PrependReactor("patch", "networkclaims", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		patch := action.(clienttesting.PatchActionImpl)
+		applied := &v1alpha1.NetworkClaim{}
+		if err := json.Unmarshal(patch.GetPatch(), applied); err != nil {
+			return true, nil, err
+		}
+		tracker := client.Tracker()
+		claim := applied
+		obj, err := tracker.Get(networkClaims, "", patch.Name)
+		switch {
+		case err == nil:
+			claim = obj.(*v1alpha1.NetworkClaim).DeepCopy()
+			if !equality.Semantic.DeepEqual(claim.Spec, applied.Spec) {
+				claim.Spec = applied.Spec
+				claim.Generation++
+			}
+			err = tracker.Update(networkClaims, claim, "")
+		case apierrors.IsNotFound(err):
+			created++
+			claim.UID = types.UID(fmt.Sprintf("%s-%d", patch.Name, created))
+			claim.Generation = 1
+			err = tracker.Create(networkClaims, claim, "")
+		}
+		if err != nil {
+			return true, nil, err
+		}
+		if during != nil {
+			during()
+		}
+		return true, claim.DeepCopy(), nil
+	})
+}
+
+// decided returns c with every spec record allocated: the registry's
+// decision on c's generation.
+func decided(c *v1alpha1.NetworkClaim) *v1alpha1.NetworkClaim {
+	c = c.DeepCopy()
+	c.Status.AddressSpace = nil
+	for _, record := range c.Spec.AddressSpace {
+		c.Status.AddressSpace = append(c.Status.AddressSpace, v1alpha1.AddressSpaceStatus{
+			Prefix: record.Prefix, Status: v1alpha1.AllocationAllocated, Date: metav1.NewTime(allocatedAt),
+		})
+	}
+	setReady(c, true)
+	return c
+}
+
+// When the object that Claim wrote is deleted, WaitForAllocation says so at
+// once instead of waiting until its context ends.
+func TestWaitForAllocationDeleted(t *testing.T) {
+	const deletedErr = "NetworkClaim svc was deleted while waiting for its allocation"
+	// The steps act on the claim "svc" and wait until the registry saw
+	// what they did.
+	type env struct {
+		t      *testing.T
+		r      *Registry
+		client *fake.Clientset
+	}
+	current := func(e env) *v1alpha1.NetworkClaim {
+		e.t.Helper()
+		obj, err := e.client.Tracker().Get(networkClaims, "", "svc")
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return obj.(*v1alpha1.NetworkClaim)
+	}
+	seen := func(e env, what string, uid types.UID) {
+		e.t.Helper()
+		waitUntil(e.t, e.r, what, func() bool {
+			c := e.r.claims["svc"]
+			return (uid == "" && c == nil) || (c != nil && c.UID == uid && equality.Semantic.DeepEqual(c.Status, current(e).Status))
+		})
+	}
+	decide := func(e env) {
+		c := decided(current(e))
+		if err := e.client.Tracker().Update(networkClaims, c, ""); err != nil {
+			e.t.Fatal(err)
+		}
+		seen(e, "the decision", c.UID)
+	}
+	deleteClaim := func(e env) {
+		seen(e, "the claim", current(e).UID)
+		if err := e.client.Tracker().Delete(networkClaims, "", "svc"); err != nil {
+			e.t.Fatal(err)
+		}
+		seen(e, "the deletion", "")
+	}
+	recreate := func(e env) {
+		c := decided(newClaim("svc", rec{prefix: "10.96.0.0/12"}))
+		c.UID = "svc-recreated"
+		if err := e.client.Tracker().Create(networkClaims, c, ""); err != nil {
+			e.t.Fatal(err)
+		}
+		seen(e, "the new object", c.UID)
+	}
+	// Events the informer delivers after a watch gap, given to the
+	// handlers directly.
+	replacedAfterRelist := func(e env) {
+		seen(e, "the claim", current(e).UID)
+		c := decided(current(e))
+		c.UID = "svc-recreated"
+		e.r.update(c)
+	}
+	tombstone := func(withObject bool) func(env) {
+		return func(e env) {
+			last := current(e)
+			seen(e, "the claim", last.UID)
+			d := cache.DeletedFinalStateUnknown{Key: "svc"}
+			if withObject {
+				d.Obj = last.DeepCopy()
+			}
+			e.r.delete(d)
+		}
+	}
+	otherObjectDeleted := func(e env) {
+		seen(e, "the claim", current(e).UID)
+		other := current(e).DeepCopy()
+		other.UID = "svc-older"
+		e.r.delete(other)
+	}
+
+	tests := []struct {
+		name string
+		// whileClaiming runs after Claim's write, before Claim returns.
+		whileClaiming func(env)
+		// beforeWait runs after Claim returned, before WaitForAllocation.
+		beforeWait func(env)
+		// whileWaiting runs once WaitForAllocation was called.
+		whileWaiting []func(env)
+		wantErr      string
+	}{
+		{name: "decided", whileWaiting: []func(env){decide}},
+		{name: "another object of the name deleted, then decided", whileWaiting: []func(env){otherObjectDeleted, decide}},
+		{name: "deleted while waiting", whileWaiting: []func(env){deleteClaim}, wantErr: deletedErr},
+		{name: "deleted and created again, decided", whileWaiting: []func(env){deleteClaim, recreate}, wantErr: deletedErr},
+		{name: "replaced, seen only as an update after a relist", whileWaiting: []func(env){replacedAfterRelist}, wantErr: deletedErr},
+		{name: "deletion seen as a tombstone", whileWaiting: []func(env){tombstone(true)}, wantErr: deletedErr},
+		{name: "deletion seen as a tombstone without the object", whileWaiting: []func(env){tombstone(false)}, wantErr: deletedErr},
+		{name: "deleted before the wait", beforeWait: deleteClaim, wantErr: deletedErr},
+		{name: "deleted before Claim returned", whileClaiming: deleteClaim, wantErr: deletedErr},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, client := startRegistry(t)
+			e := env{t: t, r: r, client: client}
+			fakeApply(client, func() {
+				if tc.whileClaiming != nil {
+					tc.whileClaiming(e)
+				}
+			})
+			ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+			defer cancel()
+			if _, err := r.Claim(ctx, "svc", []Record{{Prefix: netip.MustParsePrefix("10.96.0.0/12")}}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.beforeWait != nil {
+				tc.beforeWait(e)
+			}
+			type result struct {
+				claim *v1alpha1.NetworkClaim
+				err   error
+			}
+			done := make(chan result, 1)
+			go func() {
+				c, err := r.WaitForAllocation(ctx, "svc")
+				done <- result{c, err}
+			}()
+			for _, step := range tc.whileWaiting {
+				step(e)
+			}
+			res := <-done
+			if tc.wantErr == "" {
+				if res.err != nil || res.claim == nil || res.claim.UID != "svc-1" || res.claim.Status.ObservedGeneration != 1 {
+					t.Fatalf("WaitForAllocation = %+v, %v; want the decision on svc-1", res.claim, res.err)
+				}
+				return
+			}
+			if res.err == nil || res.err.Error() != tc.wantErr || res.claim != nil {
+				t.Fatalf("WaitForAllocation = %+v, %v; want error %q", res.claim, res.err, tc.wantErr)
+			}
+			if errors.Is(res.err, context.DeadlineExceeded) {
+				t.Fatalf("WaitForAllocation waited until its context ended: %v", res.err)
+			}
+		})
+	}
+}
+
+// Concurrent Claim calls may return out of order; the registry waits for
+// the newest generation of the newest object.
+func TestRecordApplied(t *testing.T) {
+	tests := []struct {
+		name   string
+		writes []appliedClaim
+		want   appliedClaim
+	}{
+		{
+			name:   "generations in order",
+			writes: []appliedClaim{{uid: "a", generation: 1}, {uid: "a", generation: 2}},
+			want:   appliedClaim{uid: "a", generation: 2},
+		},
+		{
+			name:   "generations out of order",
+			writes: []appliedClaim{{uid: "a", generation: 3}, {uid: "a", generation: 2}},
+			want:   appliedClaim{uid: "a", generation: 3},
+		},
+		{
+			name:   "a new object replaces an older one",
+			writes: []appliedClaim{{uid: "a", generation: 3}, {uid: "b", generation: 1}},
+			want:   appliedClaim{uid: "b", generation: 1},
+		},
+		{
+			name:   "a deleted object does not replace a live one",
+			writes: []appliedClaim{{uid: "b", generation: 1}, {uid: "a", generation: 3, deleted: true}},
+			want:   appliedClaim{uid: "b", generation: 1},
+		},
+		{
+			name:   "a deleted object stays deleted",
+			writes: []appliedClaim{{uid: "a", generation: 1, deleted: true}, {uid: "a", generation: 2}},
+			want:   appliedClaim{uid: "a", generation: 2, deleted: true},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := New(fake.NewSimpleClientset(), "test")
+			for _, w := range tc.writes {
+				r.recordApplied("svc", w)
+			}
+			if got := r.applied["svc"]; got != tc.want {
+				t.Errorf("after %+v: %+v, want %+v", tc.writes, got, tc.want)
+			}
+		})
+	}
+}
+
+// Until Start returned nil, queries answer nothing, not part of the claims.
+func TestQueriesBeforeStart(t *testing.T) {
+	r := New(fake.NewSimpleClientset(), "test")
+	// What the informer delivers while Start lists the claims.
+	for _, c := range fixture() {
+		r.update(c)
+	}
+	queries := []struct {
+		name string
+		n    func() int
+	}{
+		{"WhoHas", func() int { got, _ := r.WhoHas("10.96.0.1"); return len(got) }},
+		{"Overlaps", func() int { return len(r.Overlaps(netip.MustParsePrefix("0.0.0.0/0"))) }},
+		{"Prefixes", func() int { return len(r.Prefixes(servicesRef)) }},
+		{"Allocations", func() int { return len(r.Allocations()) }},
+		{"Claims", func() int { return len(r.Claims()) }},
+	}
+	for _, q := range queries {
+		if n := q.n(); n != 0 {
+			t.Errorf("%s before Start returned %d results, want none", q.name, n)
+		}
+	}
+	r.synced.Store(true) // what Start does once every claim is indexed
+	for _, q := range queries {
+		if n := q.n(); n == 0 {
+			t.Errorf("%s once started returned nothing", q.name)
+		}
+	}
 }
 
 func TestClaim(t *testing.T) {

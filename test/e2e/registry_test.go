@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -46,6 +48,15 @@ type binaryResult struct {
 // ended, whatever its exit code.
 func runBinary(t *testing.T, args ...string) binaryResult {
 	t.Helper()
+	return runBinaryWithEnv(t, nil, args...)
+}
+
+// runBinaryWithEnv is runBinary with env added to an environment that has
+// no KUBECONFIG, no in-cluster service and an empty home directory, so that
+// nothing on the machine that runs the tests tells the binary where a
+// control plane is.
+func runBinaryWithEnv(t *testing.T, env []string, args ...string) binaryResult {
+	t.Helper()
 	bp, ok := provider.(*binaryProvider)
 	if !ok {
 		t.Fatalf("this test runs the binary's subcommands; the provider is a %T", provider)
@@ -54,6 +65,12 @@ func runBinary(t *testing.T, args ...string) binaryResult {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bp.binary, args...)
 	killWithParent(cmd)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "KUBERNETES_SERVICE_HOST=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(append(cmd.Env, "HOME="+t.TempDir()), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -87,15 +104,19 @@ func TestRegistrySubcommands(t *testing.T) {
 		t.Fatalf("registry list: exit code %d; stderr:\n%s", res.ExitCode, res.Stderr)
 	}
 	lines := strings.Split(strings.TrimRight(res.Stdout, "\n"), "\n")
-	if got := strings.Join(strings.Fields(lines[0]), " "); got != "CLAIM PREFIX STATUS REFERENCE AGE DETAILS" {
+	if got := strings.Join(strings.Fields(lines[0]), " "); got != "CLAIM PREFIX STATUS REFERENCE SINCE DETAILS" {
 		t.Errorf("registry list header %q", got)
 	}
-	// Other tests' claims are listed too; these are ours, in order.
+	// Other tests' claims are listed too; these are ours, in order. SINCE
+	// is how long ago the registry decided: seconds, here.
 	var ours []string
 	for _, line := range lines[1:] {
 		if strings.HasPrefix(line, "e2e-registry-") {
 			f := strings.Fields(line)
 			ours = append(ours, strings.Join(append(f[:4:4], strings.Join(f[5:], " ")), " | "))
+			if !sinceColumn.MatchString(f[4]) {
+				t.Errorf("registry list: SINCE %q is not a recent duration: %q", f[4], line)
+			}
 		}
 	}
 	want := []string{
@@ -106,6 +127,12 @@ func TestRegistrySubcommands(t *testing.T) {
 	}
 	if strings.Join(ours, "\n") != strings.Join(want, "\n") {
 		t.Errorf("registry list rows of this test:\n%s\nwant:\n%s\nwhole output:\n%s", strings.Join(ours, "\n"), strings.Join(want, "\n"), res.Stdout)
+	}
+
+	// Without --kubeconfig, KUBECONFIG names the control plane, as for kubectl.
+	res = runBinaryWithEnv(t, []string{"KUBECONFIG=" + c.Kubeconfig}, "registry", "list")
+	if res.ExitCode != 0 || !strings.Contains(res.Stdout, "e2e-registry-svc") {
+		t.Errorf("registry list with KUBECONFIG: exit code %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
 
 	tests := []struct {
@@ -152,14 +179,23 @@ func TestRegistrySubcommands(t *testing.T) {
 	}
 
 	// Errors exit 1 with one line that says what to write.
-	for _, args := range [][]string{
-		{"registry", "whois", "198.18.0.300", kubeconfig},
-		{"registry", "list"},
-		{"registry", "list", kubeconfig, "-o", "yaml"},
-	} {
-		res := runBinary(t, args...)
-		if res.ExitCode != 1 || !strings.HasPrefix(res.Stderr, "Error: ") || !strings.Contains(res.Stderr, "write") || strings.Count(res.Stderr, "\n") != 1 {
-			t.Errorf("%s: exit code %d, stderr %q; want exit code 1 and one line saying what to write", strings.Join(args, " "), res.ExitCode, res.Stderr)
+	errorCases := []struct {
+		args    []string
+		wantErr string
+	}{
+		{args: []string{"registry", "whois", "198.18.0.300", kubeconfig}, wantErr: "write an IP address such as 10.96.0.1"},
+		// Neither --kubeconfig, nor KUBECONFIG, nor ~/.kube/config.
+		{args: []string{"registry", "list"}, wantErr: "no kubeconfig: set --kubeconfig=FILE or KUBECONFIG, e.g. --kubeconfig=$HOME/.local/share/sample-generic-controlplane/admin.kubeconfig"},
+		{args: []string{"registry", "list", kubeconfig, "-o", "yaml"}, wantErr: "write -o json or leave it out"},
+	}
+	for _, tc := range errorCases {
+		res := runBinary(t, tc.args...)
+		if res.ExitCode != 1 || !strings.HasPrefix(res.Stderr, "Error: ") || !strings.Contains(res.Stderr, tc.wantErr) || strings.Count(res.Stderr, "\n") != 1 {
+			t.Errorf("%s: exit code %d, stderr %q; want exit code 1 and one line saying %q", strings.Join(tc.args, " "), res.ExitCode, res.Stderr, tc.wantErr)
 		}
 	}
 }
+
+// sinceColumn matches what registry list shows for a decision made within
+// the last hour: a kubectl-style duration of seconds or minutes.
+var sinceColumn = regexp.MustCompile(`^[0-9]+(s|m[0-9]*s?)$`)

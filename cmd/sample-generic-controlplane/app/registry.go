@@ -3,17 +3,22 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	cliflag "k8s.io/component-base/cli/flag"
 
@@ -31,16 +36,17 @@ func newRegistryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "registry",
 		Short: "Look up who holds which IP address space in the NetworkClaim registry",
-		Long: `Looks up the NetworkClaim registry of the control plane in --kubeconfig: the IP prefixes
-that components claimed, and what the registry decided on each (Allocated, Unavailable
-because another claim holds an overlapping prefix, or Pending).`,
+		Long: `Looks up the NetworkClaim registry of a control plane: the IP prefixes that components
+claimed, and what the registry decided on each (Allocated, Unavailable because another claim
+holds an overlapping prefix, or Pending). It finds the control plane as kubectl does: in
+--kubeconfig, else in $KUBECONFIG, else in ~/.kube/config.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newRegistryListCommand(), newRegistryWhoisCommand())
 	// The root's help lists its flags, which are not this command's.
 	cmd.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nUsage:\n  %s <command> --kubeconfig=FILE [flags]\n\nCommands:\n", cmd.Long, cmd.CommandPath())
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nUsage:\n  %s <command> [--kubeconfig=FILE] [flags]\n\nCommands:\n", cmd.Long, cmd.CommandPath())
 		for _, sub := range cmd.Commands() {
 			fmt.Fprintf(cmd.OutOrStdout(), "  %-7s %s\n", sub.Name(), sub.Short)
 		}
@@ -59,8 +65,8 @@ type registryOptions struct {
 func (o *registryOptions) addFlags(cmd *cobra.Command) {
 	var fss cliflag.NamedFlagSets
 	connection := fss.FlagSet("connection")
-	connection.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Kubeconfig of the control plane to look up.")
-	connection.DurationVar(&o.timeout, "timeout", 30*time.Second, "How long to wait for the control plane's NetworkClaims.")
+	connection.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Kubeconfig of the control plane to look up. Defaults, as for kubectl, to $KUBECONFIG, then ~/.kube/config.")
+	connection.DurationVar(&o.timeout, "timeout", 30*time.Second, "How long to wait for the control plane's NetworkClaims before giving up.")
 	fss.FlagSet("output").StringVarP(&o.output, "output", "o", o.output, "Output format: json, or leave it out for a table.")
 	for _, fs := range fss.FlagSets {
 		cmd.Flags().AddFlagSet(fs)
@@ -70,9 +76,6 @@ func (o *registryOptions) addFlags(cmd *cobra.Command) {
 
 // validate checks the flags before anything connects.
 func (o *registryOptions) validate() error {
-	if o.kubeconfig == "" {
-		return fmt.Errorf("--kubeconfig is required; write e.g. --kubeconfig=$HOME/.local/share/sample-generic-controlplane/admin.kubeconfig")
-	}
 	if o.output != "" && o.output != "json" {
 		return fmt.Errorf("-o: unknown output format %q; write -o json or leave it out", o.output)
 	}
@@ -82,27 +85,69 @@ func (o *registryOptions) validate() error {
 	return nil
 }
 
+// errRegistryTimeout ends the requests of a registry subcommand when
+// --timeout has passed.
+var errRegistryTimeout = errors.New("--timeout passed")
+
+// restConfig loads the kubeconfig as kubectl does: --kubeconfig when set,
+// else $KUBECONFIG, else ~/.kube/config (and, inside a pod, the pod's
+// service account).
+func (o *registryOptions) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	switch {
+	case err == nil:
+		return config, nil
+	case o.kubeconfig != "":
+		return nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+	case clientcmd.IsEmptyConfig(err):
+		where := ""
+		if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+			where = " in " + clientcmd.RecommendedConfigPathEnvVar + "=" + env
+		}
+		return nil, fmt.Errorf("no kubeconfig%s: set --kubeconfig=FILE or KUBECONFIG, e.g. --kubeconfig=$HOME/.local/share/sample-generic-controlplane/admin.kubeconfig", where)
+	default:
+		return nil, fmt.Errorf("kubeconfig %s: %w", strings.Join(rules.GetLoadingPrecedence(), string(filepath.ListSeparator)), err)
+	}
+}
+
 // start returns a registry that has read every NetworkClaim.
 func (o *registryOptions) start(ctx context.Context) (*networkregistry.Registry, error) {
-	config, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	config, err := o.restConfig()
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+		return nil, err
 	}
 	client, err := versioned.NewForConfig(config)
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+		return nil, fmt.Errorf("client for %s: %w", config.Host, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, errRegistryTimeout)
 	defer cancel() // ends the informer too: the registry is read once
+	timedOut := func() error {
+		if errors.Is(context.Cause(ctx), errRegistryTimeout) {
+			return fmt.Errorf("the NetworkClaims of %s were not read within --timeout=%s; raise --timeout or check the server", config.Host, o.timeout)
+		}
+		return nil
+	}
 	// An informer retries failed requests quietly until the timeout; one
 	// plain request first fails at once, saying why (connection refused,
 	// Unauthorized, the NetworkClaim API not served).
 	if _, err := client.NetworkingV1alpha1().NetworkClaims().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		if err := timedOut(); err != nil {
+			return nil, err
+		}
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("the NetworkClaim API (%s) is not served by %s: is the KANA feature gate off?", v1alpha1.SchemeGroupVersion, config.Host)
+		}
 		return nil, fmt.Errorf("listing the NetworkClaims of %s: %w", config.Host, err)
 	}
 	// Looks up only: no field manager.
 	r := networkregistry.New(client, "")
 	if err := r.Start(ctx); err != nil {
+		if err := timedOut(); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("reading the NetworkClaims of %s: %w", config.Host, err)
 	}
 	return r, nil
@@ -111,11 +156,12 @@ func (o *registryOptions) start(ctx context.Context) (*networkregistry.Registry,
 func newRegistryListCommand() *cobra.Command {
 	o := &registryOptions{}
 	cmd := &cobra.Command{
-		Use:   "list --kubeconfig=FILE",
+		Use:   "list [--kubeconfig=FILE]",
 		Short: "List every claimed prefix of every NetworkClaim and the registry's decision on it",
 		Long: `Lists every prefix claimed by every NetworkClaim, by claim, with the registry's decision:
 Allocated, Unavailable (DETAILS names the claim that holds an overlapping prefix) or Pending
-(not decided yet). -o json prints the same records as a JSON array.`,
+(not decided yet). SINCE is how long ago the registry decided ("-" while Pending). -o json
+prints the same records as a JSON array, with the date of each decision.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
@@ -143,7 +189,7 @@ Allocated, Unavailable (DETAILS names the claim that holds an overlapping prefix
 func newRegistryWhoisCommand() *cobra.Command {
 	o := &registryOptions{}
 	cmd := &cobra.Command{
-		Use:   "whois <ip|prefix> --kubeconfig=FILE",
+		Use:   "whois <ip|prefix> [--kubeconfig=FILE]",
 		Short: "Show the allocations that contain an IP address or overlap a prefix",
 		Long: `Shows who holds an address: the allocated prefixes that contain an IP address (10.96.0.1,
 fd00::1), or that overlap a prefix (10.96.0.0/12), with the NetworkClaim that holds each.
@@ -249,21 +295,23 @@ func recordsOfAllocations(allocations []networkregistry.Allocation) []registryRe
 	return out
 }
 
-// printList writes the records as list's table; ages are relative to now.
+// printList writes the records as list's table. SINCE is how long before
+// now the registry decided on the record, "-" while it is pending (not the
+// claim's age: a record may be decided long after its claim was made).
 // DETAILS is why a prefix is unavailable, else what it is for.
 func printList(w io.Writer, records []registryRecord, now time.Time) error {
 	tw := newTabWriter(w)
-	fmt.Fprintln(tw, "CLAIM\tPREFIX\tSTATUS\tREFERENCE\tAGE\tDETAILS")
+	fmt.Fprintln(tw, "CLAIM\tPREFIX\tSTATUS\tREFERENCE\tSINCE\tDETAILS")
 	for _, r := range records {
-		age := "-"
+		since := "-"
 		if r.Date != nil {
-			age = duration.HumanDuration(now.Sub(r.Date.Time))
+			since = duration.HumanDuration(now.Sub(r.Date.Time))
 		}
 		details := r.Description
 		if r.Message != "" {
 			details = r.Message
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Claim, r.Prefix, r.Status, referenceString(r.Reference), age, details)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Claim, r.Prefix, r.Status, referenceString(r.Reference), since, details)
 	}
 	return tw.Flush()
 }

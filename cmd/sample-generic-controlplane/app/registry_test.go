@@ -5,13 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
@@ -26,8 +31,6 @@ func TestRegistryBadArguments(t *testing.T) {
 		args    []string
 		wantErr []string
 	}{
-		{name: "list without --kubeconfig", args: []string{"registry", "list"}, wantErr: []string{"--kubeconfig is required", "write e.g. --kubeconfig="}},
-		{name: "whois without --kubeconfig", args: []string{"registry", "whois", "10.96.0.1"}, wantErr: []string{"--kubeconfig is required", "write e.g. --kubeconfig="}},
 		{name: "list -o yaml", args: []string{"registry", "list", kubeconfig, "-o", "yaml"}, wantErr: []string{`-o: unknown output format "yaml"; write -o json or leave it out`}},
 		{name: "whois --output=wide", args: []string{"registry", "whois", "10.96.0.1", kubeconfig, "--output=wide"}, wantErr: []string{`unknown output format "wide"`}},
 		{name: "whois without an address", args: []string{"registry", "whois", kubeconfig}, wantErr: []string{"whois takes one IP address or prefix", "whois 10.96.0.1"}},
@@ -53,15 +56,108 @@ func TestRegistryBadArguments(t *testing.T) {
 	}
 }
 
-func TestRegistryHelpListsSubcommands(t *testing.T) {
-	out, err := execute(t, "registry", "--help")
-	if err != nil {
+// Where the subcommands find the control plane, and what they say when they
+// cannot read its NetworkClaims. The servers are fakes that answer every
+// request one way.
+func TestRegistryConnection(t *testing.T) {
+	notServed := startFakeServer(t, http.NotFound)
+	// Answers nothing until the client gives up.
+	noAnswer := startFakeServer(t, func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	missing := filepath.Join(t.TempDir(), "missing.kubeconfig")
+	notServedError := "the NetworkClaim API (networking.x-k8s.io/v1alpha1) is not served by " + notServed.host + ": is the KANA feature gate off?"
+	tests := []struct {
+		name string
+		// env is $KUBECONFIG.
+		env     string
+		args    []string
+		wantErr string
+	}{
+		{
+			name:    "no --kubeconfig, KUBECONFIG names no file",
+			env:     missing,
+			args:    []string{"registry", "list"},
+			wantErr: "no kubeconfig in KUBECONFIG=" + missing + ": set --kubeconfig=FILE or KUBECONFIG, e.g. --kubeconfig=$HOME/.local/share/sample-generic-controlplane/admin.kubeconfig",
+		},
+		{
+			name:    "no --kubeconfig: KUBECONFIG",
+			env:     notServed.kubeconfig,
+			args:    []string{"registry", "whois", "10.96.0.1"},
+			wantErr: notServedError,
+		},
+		{
+			name:    "--kubeconfig before KUBECONFIG",
+			env:     missing,
+			args:    []string{"registry", "list", "--kubeconfig=" + notServed.kubeconfig},
+			wantErr: notServedError,
+		},
+		{
+			name:    "--kubeconfig names no file",
+			env:     notServed.kubeconfig,
+			args:    []string{"registry", "list", "--kubeconfig=" + missing},
+			wantErr: "--kubeconfig " + missing + ": stat " + missing + ": no such file or directory",
+		},
+		{
+			name:    "no answer within --timeout",
+			args:    []string{"registry", "list", "--kubeconfig=" + noAnswer.kubeconfig, "--timeout=300ms"},
+			wantErr: "the NetworkClaims of " + noAnswer.host + " were not read within --timeout=300ms; raise --timeout or check the server",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tc.env)
+			t.Setenv("KUBERNETES_SERVICE_HOST", "") // not in a pod
+			stdout, _, err := runSplit(t, tc.args...)
+			if err == nil || err.Error() != tc.wantErr {
+				t.Fatalf("%q: %v, stdout %q\nwant error %q", tc.args, err, stdout, tc.wantErr)
+			}
+		})
+	}
+}
+
+type fakeServer struct {
+	host       string
+	kubeconfig string
+}
+
+// startFakeServer starts an HTTP server that answers with handler, and
+// writes a kubeconfig for it.
+func startFakeServer(t *testing.T, handler http.HandlerFunc) fakeServer {
+	t.Helper()
+	server := httptest.NewServer(handler)
+	t.Cleanup(server.Close)
+	config := clientcmdapi.NewConfig()
+	config.Clusters["fake"] = &clientcmdapi.Cluster{Server: server.URL}
+	config.AuthInfos["fake"] = &clientcmdapi.AuthInfo{}
+	config.Contexts["fake"] = &clientcmdapi.Context{Cluster: "fake", AuthInfo: "fake"}
+	config.CurrentContext = "fake"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*config, path); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"list ", "whois ", "NetworkClaim"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("registry --help does not mention %q:\n%s", want, out)
-		}
+	return fakeServer{host: server.URL, kubeconfig: path}
+}
+
+func TestRegistryHelp(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{args: []string{"registry", "--help"}, want: []string{"list ", "whois ", "NetworkClaim", "registry <command> [--kubeconfig=FILE]", "$KUBECONFIG, else in ~/.kube/config"}},
+		{args: []string{"registry", "list", "--help"}, want: []string{"registry list [--kubeconfig=FILE]", "SINCE is how long ago the registry decided", "to $KUBECONFIG, then ~/.kube/config", "--timeout"}},
+		{args: []string{"registry", "whois", "--help"}, want: []string{"registry whois <ip|prefix> [--kubeconfig=FILE]", "to $KUBECONFIG, then ~/.kube/config"}},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, err := execute(t, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("%q does not mention %q:\n%s", tc.args, want, out)
+				}
+			}
+		})
 	}
 }
 
@@ -111,7 +207,7 @@ func TestPrintList(t *testing.T) {
 	}
 	// Per claim, IPv4 first, then CIDR order.
 	want := strings.Join([]string{
-		"CLAIM            PREFIX             STATUS        REFERENCE                        AGE       DETAILS",
+		"CLAIM            PREFIX             STATUS        REFERENCE                        SINCE     DETAILS",
 		"cni              10.96.0.0/16       Unavailable   pods                             2d1h      overlaps 10.96.0.0/12 held by NetworkClaim kube-apiserver",
 		"cni              192.168.0.0/24     Pending       networking.k8s.io/servicecidrs   -         ",
 		"cni              fd00:10:244::/56   Allocated     pods                             2d1h      ",
@@ -238,12 +334,19 @@ func TestRegistryAgainstControlPlane(t *testing.T) {
 	}
 	rows := tableRows(stdout)
 	want := [][]string{
-		{"CLAIM", "PREFIX", "STATUS", "REFERENCE", "AGE", "DETAILS"},
+		{"CLAIM", "PREFIX", "STATUS", "REFERENCE", "SINCE", "DETAILS"},
 		{"cni", "198.18.1.0/24", "Unavailable", "pods", "*", "overlaps 198.18.0.0/16 held by NetworkClaim proxy"},
 		{"proxy", "198.18.0.0/16", "Allocated", "services", "*", "proxy range"},
 	}
 	if !rowsMatch(rows, want) {
 		t.Errorf("registry list:\n%s", stdout)
+	}
+
+	// Without --kubeconfig, $KUBECONFIG names the control plane, as for kubectl.
+	t.Setenv("KUBECONFIG", s.KubeconfigPath)
+	stdout, stderr, err = runSplit(t, "registry", "list")
+	if err != nil || !rowsMatch(tableRows(stdout), want) {
+		t.Errorf("registry list with KUBECONFIG and no --kubeconfig: %v\n%s%s", err, stdout, stderr)
 	}
 
 	stdout, stderr, err = runSplit(t, "registry", "whois", "198.18.1.7", kubeconfig)
