@@ -24,7 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -130,15 +129,7 @@ func NewController(ctx context.Context, client versioned.Interface, eventClient 
 				o.ResourceVersion = ""
 			}
 		}),
-		// As kube-controller-manager does: managed fields are often most of
-		// an object and never read here. A status update without them keeps
-		// the stored ones.
-		externalversions.WithTransform(func(obj any) (any, error) {
-			if m, err := meta.Accessor(obj); err == nil {
-				m.SetManagedFields(nil)
-			}
-			return obj, nil
-		}))
+		externalversions.WithTransform(controllercontext.TrimManagedFields))
 	informer := factory.Networking().V1alpha1().NetworkClaims()
 	broadcaster := record.NewBroadcaster()
 	c := &Controller{

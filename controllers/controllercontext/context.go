@@ -3,6 +3,7 @@
 package controllercontext
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
@@ -38,4 +39,14 @@ type Context struct {
 	// identity when electing a leader), e.g. as the host of events, so
 	// that one can tell which replica decided.
 	ReplicaIdentity string
+}
+
+// TrimManagedFields is the informer transform kube-controller-manager uses:
+// controllers never read managed fields, which are often most of an object,
+// so caches drop them. An update sent without them keeps the stored ones.
+func TrimManagedFields(obj any) (any, error) {
+	if accessor, err := meta.Accessor(obj); err == nil && accessor.GetManagedFields() != nil {
+		accessor.SetManagedFields(nil)
+	}
+	return obj, nil
 }

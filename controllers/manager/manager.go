@@ -447,7 +447,7 @@ func newContext(ctx context.Context, o *Options, id string, rootConfig *rest.Con
 	if err != nil {
 		return nil, nil, err
 	}
-	typed := informers.NewSharedInformerFactory(informerClient, 0)
+	typed := informers.NewSharedInformerFactoryWithOptions(informerClient, 0, informers.WithTransform(controllercontext.TrimManagedFields))
 	restMapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(rootClient.Discovery()))
 	go wait.Until(restMapper.Reset, restMapperResetPeriod, ctx.Done())
 	rootCA := rootConfig.CAData
@@ -456,7 +456,7 @@ func newContext(ctx context.Context, o *Options, id string, rootConfig *rest.Con
 			return nil, nil, fmt.Errorf("--root-ca-file: %w", err)
 		}
 	}
-	metadataInformers := metadatainformer.NewSharedInformerFactory(metadataClient, 0)
+	metadataInformers := metadatainformer.NewSharedInformerFactoryWithOptions(metadataClient, 0, metadatainformer.WithTransform(controllercontext.TrimManagedFields))
 	return &controllercontext.Context{
 		ClientBuilder:                   clientbuilder.NewDynamicClientBuilder(rest.AnonymousClientConfig(rootConfig), rootClient.CoreV1(), identityNamespace),
 		InformerFactory:                 typed,
