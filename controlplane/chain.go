@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
@@ -12,6 +13,8 @@ import (
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
+
+	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 )
 
 // createServerChain wires the servers as upstream's generic sample does
@@ -46,11 +49,23 @@ func createServerChain(config genericserver.CompletedConfig) (*aggregatorapiserv
 	// 3. Aggregator for APIServices, discovery and OpenAPI
 	aggregator, err := controlplaneapiserver.CreateAggregatorServer(config.Aggregator, nativeAPIs.GenericAPIServer,
 		apiExtensionsServer.Informers.Apiextensions().V1().CustomResourceDefinitions(), crdAPIEnabled,
-		controlplaneapiserver.DefaultGenericAPIServicePriorities())
+		apiServicePriorities())
 	if err != nil {
 		return nil, fmt.Errorf("creating kube-aggregator: %w", err)
 	}
 	return aggregator, nil
+}
+
+// apiServicePriorities are upstream's, and ours: the aggregator registers a
+// local APIService only for the group versions listed here, and without one
+// a group is missing from the unaggregated discovery (/apis) that older
+// clients and RESTMappers read. Listed but not served (KANA off), a
+// version gets no APIService.
+func apiServicePriorities() map[schema.GroupVersion]controlplaneapiserver.APIServicePriority {
+	priorities := controlplaneapiserver.DefaultGenericAPIServicePriorities()
+	// After every built-in group, before custom resources.
+	priorities[networkingv1alpha1.SchemeGroupVersion] = controlplaneapiserver.APIServicePriority{Group: 15000, Version: 9}
+	return priorities
 }
 
 // storageProviders are upstream's generic storage providers, with the RBAC
@@ -61,11 +76,22 @@ func storageProviders(config genericserver.CompletedConfig, client kubernetes.In
 	if err != nil {
 		return nil, fmt.Errorf("creating storage providers: %w", err)
 	}
-	for i, p := range providers {
-		if rbac, ok := p.(rbacrest.RESTStorageProvider); ok {
-			providers[i] = rbacStorage{RESTStorageProvider: rbac}
-		}
+	if providers, err = withFastRBACBootstrap(providers); err != nil {
+		return nil, err
 	}
 	// Served only when its versions are enabled (the KANA gate, --runtime-config).
 	return append(providers, networkingStorage{}), nil
+}
+
+// withFastRBACBootstrap puts rbacStorage in place of upstream's RBAC
+// provider. Not finding it is an error rather than a silent return of the
+// one-second bootstrap wait, should upstream change the provider's type.
+func withFastRBACBootstrap(providers []controlplaneapiserver.RESTStorageProvider) ([]controlplaneapiserver.RESTStorageProvider, error) {
+	for i, p := range providers {
+		if rbac, ok := p.(rbacrest.RESTStorageProvider); ok {
+			providers[i] = rbacStorage{RESTStorageProvider: rbac}
+			return providers, nil
+		}
+	}
+	return nil, fmt.Errorf("no %T among upstream's storage providers to give the fast RBAC bootstrap hook", rbacrest.RESTStorageProvider{})
 }

@@ -145,6 +145,11 @@ func newAPIsConfig(opts cpoptions.CompletedOptions, apiServerCount int) (*generi
 	if err != nil {
 		return nil, err
 	}
+	if !utilfeature.DefaultFeatureGate.Enabled(KANA) {
+		// Not even --runtime-config=api/all=true serves it with the gate
+		// off (enabling it by name is refused in validation).
+		genericConfig.MergedResourceConfig.DisableVersions(networkingv1alpha1.SchemeGroupVersion)
+	}
 	// Our types have no protobuf encoding; store them as JSON, as CRDs are.
 	storageFactory.SetSerializer(networking.Resource("networkclaims"), runtime.ContentTypeJSON, legacyscheme.Codecs)
 	serviceResolver := webhook.NewDefaultServiceResolver()

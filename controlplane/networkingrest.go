@@ -15,6 +15,14 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/registry/networkclaim"
 )
 
+// networkClaimsServed is the one answer to "is NetworkClaim served?": the
+// storage, the policy hook and discovery follow it. The KANA gate decides it
+// (newAPIsConfig enables or disables the versions accordingly), and
+// --runtime-config can only turn it off.
+func networkClaimsServed(resources serverstorage.APIResourceConfigSource) bool {
+	return resources.ResourceEnabled(v1alpha1.SchemeGroupVersion.WithResource("networkclaims"))
+}
+
 // networkingStorage serves networking.x-k8s.io alongside the built-in groups.
 type networkingStorage struct{}
 
@@ -27,7 +35,7 @@ func (networkingStorage) NewRESTStorage(config serverstorage.APIResourceConfigSo
 	// loopback client do) fall back to JSON, as it does for custom
 	// resources, instead of failing to encode the response.
 	info.NegotiatedSerializer = withoutProtobuf{info.NegotiatedSerializer}
-	if !config.ResourceEnabled(v1alpha1.SchemeGroupVersion.WithResource("networkclaims")) {
+	if !networkClaimsServed(config) {
 		return info, nil
 	}
 	claims, status, err := networkclaim.NewREST(legacyscheme.Scheme, optsGetter)

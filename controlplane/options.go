@@ -10,17 +10,21 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
 	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
 	authzmodes "k8s.io/kubernetes/pkg/kubeapiserver/authorizer/modes"
 
+	"sigs.k8s.io/sample-generic-controlplane/apis/networking"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
+	"sigs.k8s.io/sample-generic-controlplane/features"
 )
 
 const (
@@ -133,6 +137,13 @@ func (o *Options) validate() error {
 	}
 	if err := o.Controllers.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if !utilfeature.DefaultFeatureGate.Enabled(features.KANA) {
+		for key, value := range o.ControlPlane.APIEnablement.RuntimeConfig {
+			if strings.HasPrefix(key, networking.GroupName+"/") && value != "false" {
+				errs = append(errs, fmt.Errorf("--runtime-config=%s enables the NetworkClaim API, which the KANA feature gate turns off: add --feature-gates=KANA=true, or drop %s from --runtime-config", key, key))
+			}
+		}
 	}
 	for _, san := range o.TLSSANs {
 		if net.ParseIP(san) == nil && len(validation.IsDNS1123Subdomain(san)) > 0 && len(validation.IsWildcardDNS1123Subdomain(san)) > 0 {

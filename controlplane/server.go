@@ -13,7 +13,6 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/user"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -98,7 +97,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if utilfeature.DefaultFeatureGate.Enabled(KANA) {
+	if networkClaimsServed(s.config.APIs.ControlPlane.Generic.MergedResourceConfig) {
 		// Readiness waits for it: the well-known claims are protected
 		// before the server reports ready.
 		if err := chain.GenericAPIServer.AddPostStartHook(networkingPolicyHook, ensureNetworkingPolicy); err != nil {

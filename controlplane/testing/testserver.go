@@ -13,8 +13,10 @@ import (
 
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/rest"
 	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
@@ -58,6 +60,9 @@ type TestServer struct {
 	done      chan error
 	stopOnce  sync.Once
 	stopErr   error
+	// restoreGates gives the process-wide feature gates back the values
+	// they had before the server's --feature-gates.
+	restoreGates func() error
 }
 
 // StartTestServer starts a control plane and waits until it is ready. It
@@ -97,8 +102,11 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	if err := fs.Parse(opts.Flags); err != nil {
 		return nil, fmt.Errorf("flags %q: %w", opts.Flags, err)
 	}
+	// --feature-gates sets process-wide gates, as in the binary; Stop gives
+	// the next server (and test) the previous values back.
+	restoreGates := snapshotFeatureGates()
 	if err := o.ControlPlane.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
-		return nil, fmt.Errorf("flags %q: %w", opts.Flags, err)
+		return nil, utilerrors.NewAggregate([]error{fmt.Errorf("flags %q: %w", opts.Flags, err), restoreGates()})
 	}
 	o.DataDir = opts.DataDir
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
@@ -109,11 +117,11 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	o.ControlPlane.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
 
 	runCtx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), klog.Background()))
-	s := &TestServer{DataDir: opts.DataDir, cancel: cancel, done: make(chan error, 1)}
+	s := &TestServer{DataDir: opts.DataDir, cancel: cancel, done: make(chan error, 1), restoreGates: restoreGates}
 	if err := s.start(runCtx, o); err != nil {
 		cancel()
 		listener.Close() //nolint:errcheck // may be closed already
-		return nil, err
+		return nil, utilerrors.NewAggregate([]error{err, restoreGates()})
 	}
 
 	timer := time.NewTimer(opts.StartTimeout)
@@ -122,7 +130,7 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	case <-s.Server.Ready():
 	case err := <-s.done:
 		cancel()
-		return nil, fmt.Errorf("control plane stopped before it was ready: %w", err)
+		return nil, utilerrors.NewAggregate([]error{fmt.Errorf("control plane stopped before it was ready: %w", err), restoreGates()})
 	case <-timer.C:
 		stopErr := s.Stop()
 		return nil, fmt.Errorf("control plane not ready after %s (stop: %v)", opts.StartTimeout, stopErr)
@@ -155,9 +163,31 @@ func (s *TestServer) start(ctx context.Context, o *controlplane.Options) error {
 func (s *TestServer) Stop() error {
 	s.stopOnce.Do(func() {
 		s.cancel()
-		s.stopErr = <-s.done
+		s.stopErr = utilerrors.NewAggregate([]error{<-s.done, s.restoreGates()})
 	})
 	return s.stopErr
+}
+
+// snapshotFeatureGates records the process-wide feature gates and returns
+// a function that sets back those that changed since. Servers that run at
+// the same time share the gates, so give them the same --feature-gates.
+func snapshotFeatureGates() func() error {
+	before := map[featuregate.Feature]bool{}
+	for f := range utilfeature.DefaultMutableFeatureGate.GetAll() {
+		before[f] = utilfeature.DefaultFeatureGate.Enabled(f)
+	}
+	return func() error {
+		changed := map[string]bool{}
+		for f, enabled := range before {
+			if utilfeature.DefaultFeatureGate.Enabled(f) != enabled {
+				changed[string(f)] = enabled
+			}
+		}
+		if len(changed) == 0 {
+			return nil
+		}
+		return utilfeature.DefaultMutableFeatureGate.SetFromMap(changed)
+	}
 }
 
 // ClientConfigFor returns a client configuration that authenticates as user

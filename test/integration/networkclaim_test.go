@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,13 +13,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	applyv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/applyconfiguration/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
 	clientv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/allocation"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 )
 
@@ -111,24 +116,65 @@ func TestNetworkClaimServerSideApplyMergesRecords(t *testing.T) {
 	}
 }
 
-func TestKANAGateOffServesNoNetworkingGroup(t *testing.T) {
-	// Feature gates are process-global: give the next tests the default back.
-	t.Cleanup(func() {
-		if err := utilfeature.DefaultMutableFeatureGate.Set("KANA=true"); err != nil {
-			t.Error(err)
+// Discovery, aggregated and not, lists the group; older clients and
+// RESTMappers read the unaggregated one, which needs an APIService.
+func TestNetworkingGroupIsDiscovered(t *testing.T) {
+	s := sharedServer(t)
+	expectGroupDiscovered(t, s.ClientConfig, true)
+	if _, err := aggregatorclient.NewForConfigOrDie(s.ClientConfig).ApiregistrationV1().APIServices().Get(t.Context(), "v1alpha1."+networkingv1alpha1.GroupName, metav1.GetOptions{}); err != nil {
+		t.Errorf("APIService of %s: %v", networkingv1alpha1.SchemeGroupVersion, err)
+	}
+}
+
+// expectGroupDiscovered checks both discovery endpoints for the group.
+func expectGroupDiscovered(t *testing.T, cfg *rest.Config, want bool) {
+	t.Helper()
+	for name, client := range map[string]discovery.DiscoveryInterface{
+		"aggregated":   discovery.NewDiscoveryClientForConfigOrDie(cfg),
+		"unaggregated": discovery.NewDiscoveryClientForConfigOrDie(cfg).WithLegacy(),
+	} {
+		groups, err := client.ServerGroups()
+		if err != nil {
+			t.Fatalf("%s discovery: %v", name, err)
 		}
-	})
-	s := cptesting.StartTestServer(t, cptesting.Options{Flags: []string{"--feature-gates=KANA=false"}})
-	groups, err := kubernetes.NewForConfigOrDie(s.ClientConfig).Discovery().ServerGroups()
+		found := slices.ContainsFunc(groups.Groups, func(g metav1.APIGroup) bool { return g.Name == networkingv1alpha1.GroupName })
+		if found != want {
+			t.Errorf("%s discovery lists %s: %v, want %v", name, networkingv1alpha1.GroupName, found, want)
+		}
+	}
+}
+
+func TestKANAGateOffServesNoNetworkingGroup(t *testing.T) {
+	// Not even --runtime-config=api/all=true serves it with the gate off.
+	s := cptesting.StartTestServer(t, cptesting.Options{Flags: []string{"--feature-gates=KANA=false", "--runtime-config=api/all=true"}})
+	expectGroupDiscovered(t, s.ClientConfig, false)
+	expectNoAllocationController(t, s.ClientConfig)
+	policies, err := kubernetes.NewForConfigOrDie(s.ClientConfig).AdmissionregistrationV1().ValidatingAdmissionPolicies().List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, g := range groups.Groups {
-		if g.Name == networkingv1alpha1.GroupName {
-			t.Fatalf("%s served with KANA=false", g.Name)
-		}
+	if len(policies.Items) != 0 {
+		t.Errorf("with KANA off the NetworkClaim admission policy was applied: %d policies", len(policies.Items))
 	}
-	expectNoAllocationController(t, s.ClientConfig)
+	// The test server gives the process-wide gate back when it stops.
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !utilfeature.DefaultFeatureGate.Enabled(controlplane.KANA) {
+		t.Error("KANA stays off after the test server with --feature-gates=KANA=false stopped")
+	}
+}
+
+// Naming the group in --runtime-config with the gate off is refused, saying
+// which flag to change.
+func TestRuntimeConfigCannotEnableNetworkingWithKANAOff(t *testing.T) {
+	_, err := cptesting.Start(t.Context(), t.TempDir, cptesting.Options{Flags: []string{"--feature-gates=KANA=false", "--runtime-config=networking.x-k8s.io/v1alpha1=true"}})
+	if err == nil || !strings.Contains(err.Error(), "--feature-gates=KANA=true") {
+		t.Fatalf("start with KANA off and the group in --runtime-config: %v; want an error naming --feature-gates=KANA=true", err)
+	}
+	if !utilfeature.DefaultFeatureGate.Enabled(controlplane.KANA) {
+		t.Error("KANA stays off after the failed start")
+	}
 }
 
 // A user granted edit may manage claims, but not the well-known ones; an
