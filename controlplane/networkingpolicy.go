@@ -3,6 +3,8 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -21,9 +23,9 @@ const (
 	wellKnownPolicyName  = "networkclaims-well-known-names"
 )
 
-// WellKnownClaims are the claims only cluster admins may create, change or
+// wellKnownClaims are the claims only cluster admins may create, change or
 // delete: RBAC cannot restrict creation by name, so admission does.
-var WellKnownClaims = []string{"kube-apiserver", "kube-controller-manager"}
+var wellKnownClaims = []string{"kube-apiserver", "kube-controller-manager"}
 
 // ensureNetworkingPolicy applies, at every start, the RBAC and admission
 // policy that come with the NetworkClaim API. Server-side apply makes it
@@ -64,7 +66,11 @@ func applyNetworkingPolicy(ctx context.Context, client kubernetes.Interface) err
 		return fmt.Errorf("clusterrolebinding %s: %w", allocatorRole, err)
 	}
 
-	names := "['" + WellKnownClaims[0] + "', '" + WellKnownClaims[1] + "']"
+	quoted := make([]string, len(wellKnownClaims))
+	for i, name := range wellKnownClaims {
+		quoted[i] = strconv.Quote(name)
+	}
+	names := "[" + strings.Join(quoted, ", ") + "]"
 	policy := admissionv1ac.ValidatingAdmissionPolicy(wellKnownPolicyName).
 		WithSpec(admissionv1ac.ValidatingAdmissionPolicySpec().
 			WithFailurePolicy(admissionregistrationv1.Fail).
@@ -79,7 +85,7 @@ func applyNetworkingPolicy(ctx context.Context, client kubernetes.Interface) err
 			WithValidations(admissionv1ac.Validation().
 				WithExpression("'system:masters' in request.userInfo.groups").
 				WithReason(metav1.StatusReasonForbidden).
-				WithMessage("the well-known NetworkClaims kube-apiserver and kube-controller-manager may be created, changed or deleted only by cluster admins (group system:masters); claim your address space under another name")))
+				WithMessage("the well-known NetworkClaims "+strings.Join(wellKnownClaims, ", ")+" may be created, changed or deleted only by cluster admins (group system:masters); claim your address space under another name")))
 	if _, err := client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Apply(ctx, policy, opts); err != nil {
 		return fmt.Errorf("validatingadmissionpolicy %s: %w", wellKnownPolicyName, err)
 	}

@@ -49,9 +49,6 @@ func TestBadArgumentsFailBeforeAnythingStarts(t *testing.T) {
 		args []string
 		// wantErr are substrings of the error.
 		wantErr []string
-		// dataDirCreated: the data dir exists afterwards (only when
-		// the failure is about something that needs it).
-		dataDirCreated bool
 	}{
 		{name: "etcd server not a URL", args: []string{"--etcd-servers=::bad"}, wantErr: []string{"--etcd-servers", "::bad", "write e.g."}},
 		{name: "etcd server with another scheme", args: []string{"--etcd-servers=https://127.0.0.1:2379,ftp://x"}, wantErr: []string{"--etcd-servers", "ftp://x"}},
