@@ -33,7 +33,7 @@ const objects = 1000
 func main() {
 	binary := flag.String("binary", "bin/sample-generic-controlplane", "sample-generic-controlplane binary")
 	kcm := flag.String("kcm", "bin/anchor-kcm", "kube-controller-manager binary")
-	runs := flag.Int("runs", 3, "runs per figure; medians are reported")
+	runs := flag.Int("runs", 5, "runs per figure; medians are reported")
 	kcmArgs := flag.String("kcm-args", "", "extra kube-controller-manager flags, space-separated, e.g. \"--kube-api-qps=1000 --kube-api-burst=2000\"")
 	flag.Parse()
 
@@ -41,29 +41,19 @@ func main() {
 	for i := range *runs {
 		fmt.Fprintf(os.Stderr, "run %d/%d\n", i+1, *runs)
 		if err := measure(*binary, "", nil, &ours); err != nil {
-			fail(err)
+			benchutil.Fail(err)
 		}
 		if err := measure(*binary, *kcm, strings.Fields(*kcmArgs), &anchor); err != nil {
-			fail(err)
+			benchutil.Fail(err)
 		}
 	}
-	fmt.Printf("\ncontrollers, %d objects, median of %d runs (min-max), seconds; kube-controller-manager flags: %q\n\n", objects, *runs, *kcmArgs)
-	fmt.Printf("%-38s %20s %24s %8s\n", "figure", "in-process", "kube-controller-manager", "ratio")
-	row("collect dependents of a deleted owner", ours.gc, anchor.gc)
-	row("delete a namespace of objects", ours.namespace, anchor.namespace)
+	benchutil.Header(fmt.Sprintf("controllers, %d objects, median of %d runs (min-max), seconds; kube-controller-manager flags: %q", objects, *runs, *kcmArgs),
+		"in-process", "kube-controller-manager")
+	benchutil.Row("collect dependents of a deleted owner", ours.gc, anchor.gc, benchutil.Seconds)
+	benchutil.Row("delete a namespace of objects", ours.namespace, anchor.namespace, benchutil.Seconds)
 }
 
 type results struct{ gc, namespace []float64 }
-
-func row(name string, ours, anchor []float64) {
-	seconds := func(v float64) string { return fmt.Sprintf("%.2f", v) }
-	fmt.Printf("%-38s %20s %24s %8.2f\n", name, benchutil.Cell(ours, seconds), benchutil.Cell(anchor, seconds), benchutil.Median(ours)/benchutil.Median(anchor))
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "bench:", err)
-	os.Exit(1)
-}
 
 // measure starts a fresh control plane; with kcm set, it runs no controllers
 // in-process and kube-controller-manager runs them instead.

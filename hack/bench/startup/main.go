@@ -4,12 +4,15 @@
 // with a separately started etcd (go.etcd.io/etcd/server/v3), both built
 // from this module's graph. Each figure is the median of -runs runs,
 // measured in the same invocation so that machine noise hits both sides.
+// It also times what a Go test suite waits for: controlplane/testing.Start
+// in this process, on a fresh data dir, to ready (no anchor).
 //
 //	go run ./hack/bench/startup -binary bin/sample-generic-controlplane \
 //	    -anchor-apiserver bin/anchor-apiserver -anchor-etcd bin/anchor-etcd
 package main
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,13 +20,17 @@ import (
 	"encoding/pem"
 	"flag"
 	"fmt"
+	"io"
 	"os"
-
 	"path/filepath"
-	"sigs.k8s.io/sample-generic-controlplane/hack/bench/internal/benchutil"
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/klog/v2"
+
+	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/hack/bench/internal/benchutil"
 )
 
 func main() {
@@ -33,38 +40,52 @@ func main() {
 	runs := flag.Int("runs", 5, "runs per figure; medians are reported")
 	idle := flag.Duration("idle", 15*time.Second, "how long a ready server idles before its RSS is read")
 	flag.Parse()
+	// The in-process server logs as the binary does; keep the table readable.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 
 	var ours, anchor results
 	for i := range *runs {
 		fmt.Fprintf(os.Stderr, "run %d/%d\n", i+1, *runs)
 		if err := measureOurs(*binary, *idle, &ours); err != nil {
-			fail(err)
+			benchutil.Fail(err)
 		}
 		if err := measureAnchor(*anchorAPIServer, *anchorEtcd, *idle, &anchor); err != nil {
-			fail(err)
+			benchutil.Fail(err)
+		}
+		if err := measureInProcess(&ours); err != nil {
+			benchutil.Fail(err)
 		}
 	}
-	fmt.Printf("\nstart-up and idle memory, median of %d runs (min-max)\n\n", *runs)
-	fmt.Printf("%-28s %22s %22s %8s\n", "figure", "sample-generic-cp", "anchor (sample+etcd)", "ratio")
-	row("first start to ready (s)", ours.first, anchor.first, seconds)
-	row("restart to ready (s)", ours.restart, anchor.restart, seconds)
-	row("idle RSS (MB)", ours.rss, anchor.rss, megabytes)
+	benchutil.Header(fmt.Sprintf("start-up and idle memory, median of %d runs (min-max)", *runs), "sample-generic-cp", "anchor (sample+etcd)")
+	benchutil.Row("first start to ready (s)", ours.first, anchor.first, seconds)
+	benchutil.Row("restart to ready (s)", ours.restart, anchor.restart, seconds)
+	benchutil.Row("idle RSS (MB)", ours.rss, anchor.rss, megabytes)
+	benchutil.Row("in-process test server to ready (s)", ours.inProcess, nil, seconds)
 }
 
 type results struct {
-	first, restart, rss []float64
+	first, restart, rss, inProcess []float64
 }
 
 func seconds(v float64) string   { return fmt.Sprintf("%.3f", v) }
 func megabytes(v float64) string { return fmt.Sprintf("%.0f", v) }
 
-func row(name string, ours, anchor []float64, format func(float64) string) {
-	fmt.Printf("%-28s %22s %22s %8.2f\n", name, benchutil.Cell(ours, format), benchutil.Cell(anchor, format), benchutil.Median(ours)/benchutil.Median(anchor))
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "bench:", err)
-	os.Exit(1)
+// measureInProcess times controlplane/testing.Start on a fresh data dir, as
+// a Go test suite calls it, up to ready with an admin client.
+func measureInProcess(r *results) error {
+	dir, err := os.MkdirTemp("", "bench-inprocess-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir) //nolint:errcheck
+	start := time.Now()
+	s, err := cptesting.Start(context.Background(), func() string { return dir }, cptesting.Options{})
+	if err != nil {
+		return fmt.Errorf("in-process test server: %w", err)
+	}
+	r.inProcess = append(r.inProcess, time.Since(start).Seconds())
+	return s.Stop()
 }
 
 // measureOurs starts the binary on a fresh data dir, stops it, starts it

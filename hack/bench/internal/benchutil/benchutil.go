@@ -115,3 +115,28 @@ func Median(v []float64) float64 {
 func Cell(v []float64, format func(float64) string) string {
 	return fmt.Sprintf("%s (%s-%s)", format(Median(v)), format(slices.Min(v)), format(slices.Max(v)))
 }
+
+// Header prints the title and column names of a side-by-side table.
+func Header(title, ours, anchor string) {
+	fmt.Printf("\n%s\n\n%-40s %22s %24s %8s\n", title, "figure", ours, anchor, "ratio")
+}
+
+// Row prints one figure of a side-by-side table: median (min-max) of ours
+// and of the anchor, and the ratio of the medians. Without anchor figures,
+// the anchor and ratio columns say so.
+func Row(name string, ours, anchor []float64, format func(float64) string) {
+	if len(anchor) == 0 {
+		fmt.Printf("%-40s %22s %24s %8s\n", name, Cell(ours, format), "(none)", "-")
+		return
+	}
+	fmt.Printf("%-40s %22s %24s %8.2f\n", name, Cell(ours, format), Cell(anchor, format), Median(ours)/Median(anchor))
+}
+
+// Seconds formats a figure in seconds.
+func Seconds(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+// Fail ends a harness on an error.
+func Fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
