@@ -135,10 +135,20 @@ func (r *Registry) WaitForAllocation(ctx context.Context, name string) (*v1alpha
 	return claim, e
 }
 
+// Decided reports whether the registry has decided on the claim's current
+// generation: its status.observedGeneration is the generation, and its Ready
+// condition is True or False (not Unknown) and, when it records a
+// generation, records this one. WaitForAllocation waits for this; tests and
+// tools that watch NetworkClaims themselves can ask it too.
+func Decided(claim *v1alpha1.NetworkClaim) bool {
+	return decision(claim) != nil
+}
+
 // decision returns the claim's Ready condition when it is the registry's
-// decision on the claim's current generation, nil while that is pending.
+// decision on the claim's current generation (see Decided), nil while that
+// is pending.
 func decision(c *v1alpha1.NetworkClaim) *metav1.Condition {
-	if c.Status.ObservedGeneration != c.Generation {
+	if c == nil || c.Status.ObservedGeneration != c.Generation {
 		return nil
 	}
 	cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady)

@@ -1,7 +1,6 @@
 package networkregistry
 
 import (
-	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -76,7 +75,7 @@ func (r *Registry) Prefixes(ref v1alpha1.ResourceReference) []netip.Prefix {
 			}
 		}
 	}
-	slices.SortFunc(out, comparePrefixes)
+	slices.SortFunc(out, netip.Prefix.Compare)
 	return slices.Compact(out)
 }
 
@@ -90,12 +89,17 @@ func (r *Registry) Allocations() []Allocation {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	out := make([]Allocation, 0, r.index.Len())
-	for _, allocations := range r.allocations {
-		for _, a := range allocations {
-			out = append(out, a.clone())
+	// The index yields prefixes in CIDR order, the holders of one prefix
+	// in the order they came: only those need sorting.
+	first := 0
+	for p, claim := range r.index.All() {
+		if len(out) > 0 && out[first].Prefix != p {
+			sortAllocations(out[first:])
+			first = len(out)
 		}
+		out = append(out, r.allocations[claim][p].clone())
 	}
-	sortAllocations(out)
+	sortAllocations(out[first:])
 	return out
 }
 
@@ -118,22 +122,16 @@ func (r *Registry) Claims() []*v1alpha1.NetworkClaim {
 }
 
 func (a Allocation) clone() Allocation {
-	a.Reference = copyReference(a.Reference)
+	a.Reference = a.Reference.DeepCopy()
 	return a
 }
 
-// comparePrefixes orders IPv4 before IPv6, then by address, then shorter
-// (larger) prefixes first: CIDR order.
-func comparePrefixes(a, b netip.Prefix) int {
-	if c := a.Addr().Compare(b.Addr()); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Bits(), b.Bits())
-}
-
+// sortAllocations orders allocations by prefix in CIDR order (IPv4 before
+// IPv6, then by address, then shorter prefixes first: netip.Prefix.Compare
+// for masked prefixes), then by claim name.
 func sortAllocations(allocations []Allocation) {
 	slices.SortFunc(allocations, func(a, b Allocation) int {
-		if c := comparePrefixes(a.Prefix, b.Prefix); c != 0 {
+		if c := a.Prefix.Compare(b.Prefix); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Claim, b.Claim)

@@ -3,13 +3,16 @@
 // list the ranges allocated for a kind of resource, and claim ranges of its
 // own and wait for the registry's decision.
 //
-// A Registry keeps, from an informer of NetworkClaims, an index of every
-// allocated prefix (a prefix trie, see the prefixindex package), so that its
-// queries are answered from memory, in time that does not grow with the
-// number of claims, and without a request to the API server. Call Start
-// once before querying: until Start has returned nil, every query returns
-// nothing (no allocation, no claim), which is not the same as "nothing is
-// allocated".
+// A Registry keeps, from an informer of NetworkClaims, every claim and an
+// index of every allocated prefix (a prefix trie, see the prefixindex
+// package), so that its queries are answered from memory, without a request
+// to the API server. WhoHas and Overlaps ask the trie, in time that grows
+// with the prefix length and the number of answers rather than with the
+// number of claims; the listing queries (Prefixes, Allocations, Claims) go
+// through every claim or allocation, in time that grows with their number.
+// Call Start once before querying: until Start has returned nil, every query
+// returns nothing (no allocation, no claim), which is not the same as
+// "nothing is allocated".
 //
 // Only what the registry decided counts: a prefix is allocated when its
 // claim's status says Allocated and the prefix is still in the claim's spec.
@@ -38,7 +41,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -73,8 +78,10 @@ type Registry struct {
 	fieldManager string
 	informer     cache.SharedIndexInformer
 	registration cache.ResourceEventHandlerRegistration
-	// handlerErr is why the event handler could not be added; Start returns it.
-	handlerErr error
+
+	// giveUp stops the informer, and so Start's wait, with a request error
+	// that retrying does not fix. Start sets it before the informer runs.
+	giveUp context.CancelCauseFunc
 
 	starting atomic.Bool // Start was called
 	synced   atomic.Bool // Start returned nil
@@ -91,7 +98,10 @@ type Registry struct {
 	// applied is, per claim name, the object Claim last wrote, so that
 	// WaitForAllocation waits for the registry's decision on that write
 	// rather than returning a decision on an older generation, and learns
-	// when that object is deleted.
+	// when that object is deleted. It is never pruned: WaitForAllocation
+	// must still say "deleted" when called after the deletion, so an entry
+	// lives until the next Claim of its name replaces it. That is one small
+	// entry per name ever passed to Claim, and a component claims few.
 	applied map[string]appliedClaim
 	// claiming counts, per claim name, the Claim calls whose write has not
 	// returned yet; deletedWhileClaiming are the UIDs the event handlers saw
@@ -129,10 +139,14 @@ func New(client versioned.Interface, fieldManager string) *Registry {
 
 		deletedWhileClaiming: map[string][]types.UID{},
 	}
+	// The setters below fail only once the informer has started (or, for
+	// AddEventHandler, stopped); this one has not.
+	//
 	// The registry never reads managed fields; they are often most of a
 	// claim's size.
-	_ = r.informer.SetTransform(stripManagedFields) // fails only once the informer runs
-	r.registration, r.handlerErr = r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_ = r.informer.SetTransform(stripManagedFields)
+	_ = r.informer.SetWatchErrorHandlerWithContext(r.listError)
+	r.registration, _ = r.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { r.update(obj) },
 		UpdateFunc: func(_, obj any) { r.update(obj) },
 		DeleteFunc: r.delete,
@@ -154,24 +168,87 @@ func NewForConfig(config *rest.Config, fieldManager string) (*Registry, error) {
 	return New(client, fieldManager), nil
 }
 
-// Start runs the informer until ctx ends and waits until the registry has
-// indexed every NetworkClaim that exists; it returns an error when ctx ends
-// first (the informer retries failed requests until then, as informers do).
-// Call it once; until it returns nil, queries return nothing. After ctx
-// ends, queries answer from the last state the registry saw.
-func (r *Registry) Start(ctx context.Context) error {
-	if r.handlerErr != nil {
-		return fmt.Errorf("networkregistry: %w", r.handlerErr)
+// Snapshot returns a Registry that answers from one list of the
+// NetworkClaims, without watching them: for one-shot tools, such as the
+// registry subcommands, which ask once and exit. It fails at once when the
+// list fails. It cannot Start, Claim or WaitForAllocation.
+func Snapshot(ctx context.Context, client versioned.Interface) (*Registry, error) {
+	list, err := client.NetworkingV1alpha1().NetworkClaims().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if permanent(err) {
+			return nil, explainListError(err)
+		}
+		return nil, fmt.Errorf("networkregistry: NetworkClaims not listed: %w", err)
 	}
+	r := New(client, "")
+	r.starting.Store(true) // no informer: nothing to start
+	for i := range list.Items {
+		r.update(&list.Items[i])
+	}
+	r.synced.Store(true)
+	return r, nil
+}
+
+// Start runs the informer until ctx ends and waits until the registry has
+// indexed every NetworkClaim that exists. Call it once; until it returns
+// nil, queries return nothing. After ctx ends, queries answer from the last
+// state the registry saw.
+//
+// The informer retries failed requests, as informers do, except those that
+// retrying does not fix: when the server does not serve the NetworkClaim API
+// (is its KANA feature gate off?), does not accept the client's credentials,
+// or forbids it to list NetworkClaims, Start returns at once with an error
+// that says so and wraps the server's (apierrors.IsNotFound, IsUnauthorized,
+// IsForbidden tell them apart), and the informer stops. Other failures (a
+// refused connection, a server error) are logged and retried until ctx ends.
+func (r *Registry) Start(ctx context.Context) error {
 	if r.starting.Swap(true) {
 		return errors.New("networkregistry: Start called twice; call it once per Registry")
 	}
-	go r.informer.RunWithContext(ctx)
-	if !cache.WaitFor(ctx, "", r.registration.HasSyncedChecker()) {
-		return fmt.Errorf("networkregistry: NetworkClaims not listed: %w", context.Cause(ctx))
+	informerCtx, giveUp := context.WithCancelCause(ctx)
+	r.giveUp = giveUp // before the informer, whose error handler calls it, runs
+	go r.informer.RunWithContext(informerCtx)
+	if !cache.WaitFor(informerCtx, "", r.registration.HasSyncedChecker()) {
+		cause := context.Cause(informerCtx)
+		giveUp(nil) // stop the informer either way
+		if permanent(cause) {
+			return explainListError(cause)
+		}
+		return fmt.Errorf("networkregistry: NetworkClaims not listed: %w", cause)
 	}
 	r.synced.Store(true)
 	return nil
+}
+
+// listError is the informer's handler of failed list and watch requests:
+// while Start waits, an error that retrying cannot fix ends the wait (Start
+// returns it); others are logged and retried, as informers do.
+func (r *Registry) listError(ctx context.Context, reflector *cache.Reflector, err error) {
+	if !r.synced.Load() && ctx.Err() == nil && permanent(err) {
+		r.giveUp(err)
+		return
+	}
+	cache.DefaultWatchErrorHandler(ctx, reflector, err)
+}
+
+// permanent reports whether err is a request error that retrying does not
+// fix.
+func permanent(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err)
+}
+
+// explainListError says what a permanent list error means, and wraps it.
+func explainListError(err error) error {
+	var hint string
+	switch {
+	case apierrors.IsNotFound(err):
+		hint = fmt.Sprintf("the server does not serve the NetworkClaim API (%s): is its KANA feature gate off?", v1alpha1.SchemeGroupVersion)
+	case apierrors.IsUnauthorized(err):
+		hint = "the server did not accept the client's credentials"
+	default:
+		hint = "grant the client list and watch on networkclaims, e.g. by the view ClusterRole"
+	}
+	return fmt.Errorf("networkregistry: NetworkClaims not listed: %w; %s", err, hint)
 }
 
 func stripManagedFields(obj any) (any, error) {
@@ -333,20 +410,12 @@ func allocationsOf(claim *v1alpha1.NetworkClaim) map[netip.Prefix]Allocation {
 		out[p] = Allocation{
 			Claim:       claim.Name,
 			Prefix:      p,
-			Reference:   copyReference(record.Reference),
+			Reference:   record.Reference.DeepCopy(),
 			Description: record.Description,
 			Date:        status.Date.Time,
 		}
 	}
 	return out
-}
-
-func copyReference(ref *v1alpha1.ResourceReference) *v1alpha1.ResourceReference {
-	if ref == nil {
-		return nil
-	}
-	c := *ref
-	return &c
 }
 
 // waitFor waits until done, called with r.mu held for reading, returns true

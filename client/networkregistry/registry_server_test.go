@@ -207,8 +207,16 @@ func TestExamples(t *testing.T) {
 			}
 		})
 	}
-	if got := r.Prefixes(services); len(got) != 2 {
-		t.Errorf("the test's own registry sees Service ranges %v, want the example's two", got)
+	// The test's own Registry learns of the example's claim from its
+	// informer, in its own time: poll, with a deadline.
+	want := []string{"198.18.0.0/16", "fd00:198:18::/112"}
+	var got []string
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, decisionTimeout, true, func(context.Context) (bool, error) {
+		got = prefixStrings(r.Prefixes(services))
+		return slices.Equal(got, want), nil
+	})
+	if err != nil {
+		t.Errorf("the test's own registry sees Service ranges %q, want the example's %q (%v)", got, want, err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,14 +51,14 @@ func newClaim(name string, records ...rec) *v1alpha1.NetworkClaim {
 	c := &v1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1}}
 	decided, ready := true, true
 	for _, r := range records {
-		c.Spec.AddressSpace = append(c.Spec.AddressSpace, v1alpha1.AddressSpaceRecord{Prefix: r.prefix, Reference: copyReference(r.ref), Description: r.description})
+		c.Spec.AddressSpace = append(c.Spec.AddressSpace, v1alpha1.AddressSpaceRecord{Prefix: r.prefix, Reference: r.ref.DeepCopy(), Description: r.description})
 		if r.status == "" {
 			decided = false
 			continue
 		}
 		ready = ready && r.status == v1alpha1.AllocationAllocated
 		c.Status.AddressSpace = append(c.Status.AddressSpace, v1alpha1.AddressSpaceStatus{
-			Prefix: r.prefix, Reference: copyReference(r.ref), Description: r.description,
+			Prefix: r.prefix, Reference: r.ref.DeepCopy(), Description: r.description,
 			Date: metav1.NewTime(allocatedAt), Status: r.status, Message: r.message,
 		})
 	}
@@ -274,6 +275,19 @@ func TestAllocationsAndClaims(t *testing.T) {
 	}
 	if want := []string{"kube-apiserver", "lb", "pods", "stale"}; !slices.Equal(names, want) {
 		t.Errorf("Claims() = %q, want %q", names, want)
+	}
+}
+
+// Holders of one prefix (a stale status may leave two) come by claim name,
+// whatever order the registry saw them in.
+func TestAllocationsOfOnePrefix(t *testing.T) {
+	r, _ := startRegistry(t,
+		newClaim("b", rec{prefix: "10.0.0.0/8", status: v1alpha1.AllocationAllocated}),
+		newClaim("c", rec{prefix: "10.0.0.0/8", status: v1alpha1.AllocationAllocated}, rec{prefix: "9.0.0.0/16", status: v1alpha1.AllocationAllocated}),
+		newClaim("a", rec{prefix: "10.0.0.0/8", status: v1alpha1.AllocationAllocated}, rec{prefix: "10.0.0.0/16", status: v1alpha1.AllocationAllocated}))
+	want := []string{"9.0.0.0/16 c", "10.0.0.0/8 a", "10.0.0.0/8 b", "10.0.0.0/8 c", "10.0.0.0/16 a"}
+	if got := held(r.Allocations()); !slices.Equal(got, want) {
+		t.Errorf("Allocations() = %q, want %q", got, want)
 	}
 }
 
@@ -826,5 +840,153 @@ func TestStart(t *testing.T) {
 	cancel()
 	if err := New(fake.NewSimpleClientset(), "test").Start(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Start on an ended context: %v, want context.Canceled", err)
+	}
+}
+
+// Start returns at once, saying why, when the server answers the list with
+// an error that retrying does not fix; when ctx ends first, its error names
+// the last failure too.
+func TestStartListErrors(t *testing.T) {
+	resource := networkClaims.GroupResource()
+	tests := []struct {
+		name string
+		// listErr is the server's answer to every list.
+		listErr error
+		// timeout bounds Start; it must return long before it does unless
+		// wantTimeout.
+		timeout     time.Duration
+		wantTimeout bool
+		is          func(error) bool
+		wantErr     string
+	}{
+		{
+			name:    "API not served",
+			listErr: apierrors.NewNotFound(resource, ""),
+			timeout: waitTimeout,
+			is:      apierrors.IsNotFound,
+			wantErr: "the server does not serve the NetworkClaim API (networking.x-k8s.io/v1alpha1): is its KANA feature gate off?",
+		},
+		{
+			name:    "credentials not accepted",
+			listErr: apierrors.NewUnauthorized("Unauthorized"),
+			timeout: waitTimeout,
+			is:      apierrors.IsUnauthorized,
+			wantErr: "the server did not accept the client's credentials",
+		},
+		{
+			name:    "forbidden",
+			listErr: apierrors.NewForbidden(resource, "", errors.New(`User "robot" cannot list resource "networkclaims"`)),
+			timeout: waitTimeout,
+			is:      apierrors.IsForbidden,
+			wantErr: "grant the client list and watch on networkclaims, e.g. by the view ClusterRole",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewSimpleClientset()
+			var lists atomic.Int32
+			client.PrependReactor("list", "networkclaims", func(clienttesting.Action) (bool, runtime.Object, error) {
+				lists.Add(1)
+				return true, nil, tc.listErr
+			})
+			r := New(client, "test")
+			ctx, cancel := context.WithTimeout(t.Context(), tc.timeout)
+			defer cancel()
+			err := r.Start(ctx)
+			if err == nil || !tc.is(err) || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), tc.listErr.Error()) {
+				t.Fatalf("Start: %v; want an error wrapping %q and saying %q", err, tc.listErr, tc.wantErr)
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("Start: %v; waited until ctx ended", err)
+			}
+			if got := r.Allocations(); got != nil {
+				t.Errorf("Allocations after a failed Start = %v, want nothing", got)
+			}
+			if lists.Load() != 1 {
+				t.Errorf("the informer listed %d times before Start returned, want once", lists.Load())
+			}
+		})
+	}
+}
+
+// Other errors are retried, as informers do, until ctx ends.
+func TestStartRetriesOtherErrors(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	var lists atomic.Int32
+	client.PrependReactor("list", "networkclaims", func(clienttesting.Action) (bool, runtime.Object, error) {
+		lists.Add(1)
+		return true, nil, apierrors.NewInternalError(errors.New("etcd is down"))
+	})
+	r := New(client, "test")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if err := r.Start(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Start while the server fails: %v; want context.DeadlineExceeded", err)
+	}
+	if lists.Load() < 2 {
+		t.Errorf("the informer listed %d times, want retries", lists.Load())
+	}
+}
+
+// Snapshot lists once and fails at once, naming what failed.
+func TestSnapshot(t *testing.T) {
+	client := fake.NewSimpleClientset(newClaim("services", rec{prefix: "10.96.0.0/12", ref: &servicesRef, status: v1alpha1.AllocationAllocated}))
+	r, err := Snapshot(t.Context(), client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Allocations(); len(got) != 1 || got[0].Claim != "services" {
+		t.Errorf("Snapshot's allocations: %+v, want services' 10.96.0.0/12", got)
+	}
+	if err := r.Start(t.Context()); err == nil {
+		t.Error("Start on a snapshot: no error")
+	}
+
+	notServed := fake.NewSimpleClientset()
+	notServed.PrependReactor("list", "networkclaims", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(v1alpha1.Resource("networkclaims"), "")
+	})
+	if _, err := Snapshot(t.Context(), notServed); !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "KANA feature gate") {
+		t.Errorf("Snapshot when the API is not served: %v; want NotFound with the KANA hint", err)
+	}
+}
+
+func TestDecided(t *testing.T) {
+	ready := func(status metav1.ConditionStatus, observed int64) metav1.Condition {
+		return metav1.Condition{Type: v1alpha1.ConditionReady, Status: status, Reason: "Test", ObservedGeneration: observed}
+	}
+	tests := []struct {
+		name       string
+		generation int64
+		observed   int64
+		conditions []metav1.Condition
+		want       bool
+	}{
+		{name: "allocated", generation: 2, observed: 2, conditions: []metav1.Condition{ready(metav1.ConditionTrue, 2)}, want: true},
+		{name: "unavailable", generation: 2, observed: 2, conditions: []metav1.Condition{ready(metav1.ConditionFalse, 2)}, want: true},
+		{name: "condition without a generation", generation: 2, observed: 2, conditions: []metav1.Condition{ready(metav1.ConditionTrue, 0)}, want: true},
+		{name: "not observed yet", generation: 1},
+		{name: "older generation observed", generation: 3, observed: 2, conditions: []metav1.Condition{ready(metav1.ConditionTrue, 2)}},
+		{name: "no Ready condition", generation: 1, observed: 1},
+		{name: "Ready unknown", generation: 1, observed: 1, conditions: []metav1.Condition{ready(metav1.ConditionUnknown, 1)}},
+		{name: "Ready of an older generation", generation: 2, observed: 2, conditions: []metav1.Condition{ready(metav1.ConditionTrue, 1)}},
+		{name: "another condition only", generation: 1, observed: 1, conditions: []metav1.Condition{{Type: "Other", Status: metav1.ConditionTrue, Reason: "Test", ObservedGeneration: 1}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &v1alpha1.NetworkClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: "svc", Generation: tc.generation},
+				Status:     v1alpha1.NetworkClaimStatus{ObservedGeneration: tc.observed, Conditions: tc.conditions},
+			}
+			if got := Decided(c); got != tc.want {
+				t.Errorf("Decided = %t, want %t", got, tc.want)
+			}
+			if got := decision(c) != nil; got != tc.want {
+				t.Errorf("decision returned a condition: %t, want %t", got, tc.want)
+			}
+		})
+	}
+	if Decided(nil) {
+		t.Error("Decided(nil) = true")
 	}
 }

@@ -12,13 +12,44 @@ import (
 	"time"
 )
 
-// kubectlTimeout bounds every kubectl call that is not a watch.
+// kubectlTimeout bounds every kubectl call that is not a watch, and every
+// run of the binary's subcommands.
 const kubectlTimeout = 30 * time.Second
 
-// kubectlResult is how a kubectl call ended.
-type kubectlResult struct {
+// commandResult is how a command ended.
+type commandResult struct {
 	Stdout, Stderr string
 	ExitCode       int
+}
+
+// kubectlResult is how a kubectl call ended.
+type kubectlResult = commandResult
+
+// runCommand runs the command that newCmd makes for a context that ends
+// after kubectlTimeout, with stdin, and returns how it ended, whatever its
+// exit code. It fails t when the command cannot run or takes too long.
+func runCommand(t *testing.T, newCmd func(context.Context) *exec.Cmd, stdin string) commandResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), kubectlTimeout)
+	defer cancel()
+	cmd := newCmd(ctx)
+	name := strings.Join(append([]string{filepath.Base(cmd.Path)}, cmd.Args[1:]...), " ")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s: no answer within %s; stderr:\n%s", name, kubectlTimeout, stderr.String())
+	}
+	res := commandResult{Stdout: stdout.String(), Stderr: stderr.String()}
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		res.ExitCode = exitErr.ExitCode()
+	case err != nil:
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
 }
 
 // kubectlCommand returns a kubectl command against c: KUBECONFIG is the path
@@ -40,25 +71,7 @@ func kubectlCommand(ctx context.Context, c *Cluster, args ...string) *exec.Cmd {
 // exit code. It fails t when kubectl cannot run or takes too long.
 func runKubectl(t *testing.T, c *Cluster, stdin string, args ...string) kubectlResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), kubectlTimeout)
-	defer cancel()
-	cmd := kubectlCommand(ctx, c, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdin = strings.NewReader(stdin)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("kubectl %s: no answer within %s; stderr:\n%s", strings.Join(args, " "), kubectlTimeout, stderr.String())
-	}
-	res := kubectlResult{Stdout: stdout.String(), Stderr: stderr.String()}
-	var exitErr *exec.ExitError
-	switch {
-	case errors.As(err, &exitErr):
-		res.ExitCode = exitErr.ExitCode()
-	case err != nil:
-		t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
-	}
-	return res
+	return runCommand(t, func(ctx context.Context) *exec.Cmd { return kubectlCommand(ctx, c, args...) }, stdin)
 }
 
 // kubectl runs kubectl, requires it to succeed and returns its stdout.

@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"regexp"
@@ -38,15 +36,9 @@ spec:
     description: e2e tunnel range
 `
 
-// binaryResult is how a run of the control plane binary ended.
-type binaryResult struct {
-	Stdout, Stderr string
-	ExitCode       int
-}
-
 // runBinary runs a subcommand of the binary under test and returns how it
 // ended, whatever its exit code.
-func runBinary(t *testing.T, args ...string) binaryResult {
+func runBinary(t *testing.T, args ...string) commandResult {
 	t.Helper()
 	return runBinaryWithEnv(t, nil, args...)
 }
@@ -55,37 +47,24 @@ func runBinary(t *testing.T, args ...string) binaryResult {
 // no KUBECONFIG, no in-cluster service and an empty home directory, so that
 // nothing on the machine that runs the tests tells the binary where a
 // control plane is.
-func runBinaryWithEnv(t *testing.T, env []string, args ...string) binaryResult {
+func runBinaryWithEnv(t *testing.T, env []string, args ...string) commandResult {
 	t.Helper()
 	bp, ok := provider.(*binaryProvider)
 	if !ok {
 		t.Fatalf("this test runs the binary's subcommands; the provider is a %T", provider)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), kubectlTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bp.binary, args...)
-	killWithParent(cmd)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "KUBERNETES_SERVICE_HOST=") {
-			cmd.Env = append(cmd.Env, kv)
+	home := t.TempDir()
+	return runCommand(t, func(ctx context.Context) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, bp.binary, args...)
+		killWithParent(cmd)
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "KUBERNETES_SERVICE_HOST=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
 		}
-	}
-	cmd.Env = append(append(cmd.Env, "HOME="+t.TempDir()), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("%s: no answer within %s; stderr:\n%s", strings.Join(args, " "), kubectlTimeout, stderr.String())
-	}
-	res := binaryResult{Stdout: stdout.String(), Stderr: stderr.String()}
-	var exitErr *exec.ExitError
-	switch {
-	case errors.As(err, &exitErr):
-		res.ExitCode = exitErr.ExitCode()
-	case err != nil:
-		t.Fatalf("%s: %v", strings.Join(args, " "), err)
-	}
-	return res
+		cmd.Env = append(append(cmd.Env, "HOME="+home), env...)
+		return cmd
+	}, "")
 }
 
 // registry list and whois show what the registry decided on claims made
@@ -121,12 +100,18 @@ func TestRegistrySubcommands(t *testing.T) {
 	}
 	want := []string{
 		"e2e-registry-pods | 198.18.128.0/17 | Unavailable | pods | overlaps 198.18.0.0/16 held by NetworkClaim e2e-registry-svc",
-		"e2e-registry-pods | 198.19.0.0/16 | Allocated | example.com/tunnels | e2e tunnel range",
+		"e2e-registry-pods | 198.19.0.0/16 | Allocated | tunnels.example.com | e2e tunnel range",
 		"e2e-registry-svc | 198.18.0.0/16 | Allocated | services | e2e Service range",
 		"e2e-registry-svc | fd00:198:18::/112 | Allocated | services | ",
 	}
 	if strings.Join(ours, "\n") != strings.Join(want, "\n") {
 		t.Errorf("registry list rows of this test:\n%s\nwant:\n%s\nwhole output:\n%s", strings.Join(ours, "\n"), strings.Join(want, "\n"), res.Stdout)
+	}
+
+	// REFERENCE reads as the server's table writes references.
+	wide := strings.Fields(kubectl(t, c, "get", "networkclaim", "e2e-registry-pods", "-o", "wide", "--no-headers"))
+	if got := wide[len(wide)-1]; got != "pods,tunnels.example.com" {
+		t.Errorf("kubectl get networkclaim -o wide: references %q, want those of registry list, \"pods,tunnels.example.com\"", got)
 	}
 
 	// Without --kubeconfig, KUBECONFIG names the control plane, as for kubectl.

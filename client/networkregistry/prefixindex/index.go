@@ -1,6 +1,7 @@
 // Package prefixindex finds, among many IP prefixes, the ones that overlap a
-// prefix or contain an address, in time that grows with the prefix length
-// rather than with the number of prefixes: it is a prefix trie
+// prefix (for an address, the prefix of its full length: those that contain
+// it), in time that grows with the prefix length rather than with the number
+// of prefixes: it is a prefix trie
 // (github.com/gaissmai/bart) whose entries name their holders.
 //
 // The allocation controller keeps its ledger in it, and the networkregistry
@@ -98,15 +99,6 @@ func (x *Index[H]) Overlapping(p netip.Prefix) iter.Seq2[netip.Prefix, H] {
 			}
 		}
 	}
-}
-
-// Containing yields every (prefix, holder) whose prefix contains a, least
-// specific first.
-func (x *Index[H]) Containing(a netip.Addr) iter.Seq2[netip.Prefix, H] {
-	if !a.IsValid() {
-		return func(func(netip.Prefix, H) bool) {}
-	}
-	return x.Overlapping(netip.PrefixFrom(a, a.BitLen()))
 }
 
 // All yields every (prefix, holder), IPv4 before IPv6, in CIDR order.

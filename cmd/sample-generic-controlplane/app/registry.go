@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -112,7 +112,9 @@ func (o *registryOptions) restConfig() (*rest.Config, error) {
 	}
 }
 
-// start returns a registry that has read every NetworkClaim.
+// start returns a registry that has read every NetworkClaim, once: the
+// commands ask and exit, so they list rather than watch, and a refused
+// connection or a refusal of the server fails at once.
 func (o *registryOptions) start(ctx context.Context) (*networkregistry.Registry, error) {
 	config, err := o.restConfig()
 	if err != nil {
@@ -120,34 +122,15 @@ func (o *registryOptions) start(ctx context.Context) (*networkregistry.Registry,
 	}
 	client, err := versioned.NewForConfig(config)
 	if err != nil {
-		return nil, fmt.Errorf("client for %s: %w", config.Host, err)
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, errRegistryTimeout)
-	defer cancel() // ends the informer too: the registry is read once
-	timedOut := func() error {
-		if errors.Is(context.Cause(ctx), errRegistryTimeout) {
-			return fmt.Errorf("the NetworkClaims of %s were not read within --timeout=%s; raise --timeout or check the server", config.Host, o.timeout)
-		}
-		return nil
+	defer cancel()
+	r, err := networkregistry.Snapshot(ctx, client)
+	if err != nil && errors.Is(context.Cause(ctx), errRegistryTimeout) {
+		return nil, fmt.Errorf("the NetworkClaims of %s were not read within --timeout=%s; raise --timeout or check the server", config.Host, o.timeout)
 	}
-	// An informer retries failed requests quietly until the timeout; one
-	// plain request first fails at once, saying why (connection refused,
-	// Unauthorized, the NetworkClaim API not served).
-	if _, err := client.NetworkingV1alpha1().NetworkClaims().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-		if err := timedOut(); err != nil {
-			return nil, err
-		}
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("the NetworkClaim API (%s) is not served by %s: is the KANA feature gate off?", v1alpha1.SchemeGroupVersion, config.Host)
-		}
-		return nil, fmt.Errorf("listing the NetworkClaims of %s: %w", config.Host, err)
-	}
-	// Looks up only: no field manager.
-	r := networkregistry.New(client, "")
-	if err := r.Start(ctx); err != nil {
-		if err := timedOut(); err != nil {
-			return nil, err
-		}
+	if err != nil {
 		return nil, fmt.Errorf("reading the NetworkClaims of %s: %w", config.Host, err)
 	}
 	return r, nil
@@ -246,7 +229,8 @@ type registryRecord struct {
 }
 
 // recordsOfClaims returns every spec record of the claims with the
-// registry's decision on it, by claim name, then in prefix order.
+// registry's decision on it, by claim name, then in prefix order (IPv4
+// first, then CIDR order).
 func recordsOfClaims(claims []*v1alpha1.NetworkClaim) []registryRecord {
 	var out []registryRecord
 	for _, c := range claims {
@@ -254,32 +238,30 @@ func recordsOfClaims(claims []*v1alpha1.NetworkClaim) []registryRecord {
 		for _, s := range c.Status.AddressSpace {
 			decided[s.Prefix] = s
 		}
-		first := len(out)
+		records := make([]prefixRecord, 0, len(c.Spec.AddressSpace))
 		for _, spec := range c.Spec.AddressSpace {
 			r := registryRecord{Claim: c.Name, Prefix: spec.Prefix, Status: statusPending, Reference: spec.Reference, Description: spec.Description}
 			if s, ok := decided[spec.Prefix]; ok {
 				date := s.Date
 				r.Status, r.Date, r.Message = string(s.Status), &date, s.Message
 			}
-			out = append(out, r)
+			// Validation admits only canonical prefixes; were one not,
+			// the zero prefix sorts it first.
+			p, _ := netip.ParsePrefix(spec.Prefix)
+			records = append(records, prefixRecord{p, r})
 		}
-		slices.SortFunc(out[first:], func(a, b registryRecord) int { return comparePrefixStrings(a.Prefix, b.Prefix) })
+		slices.SortStableFunc(records, func(a, b prefixRecord) int { return a.prefix.Compare(b.prefix) })
+		for _, r := range records {
+			out = append(out, r.record)
+		}
 	}
 	return out
 }
 
-// comparePrefixStrings orders prefixes IPv4 first, then in CIDR order.
-// Validation admits only valid prefixes; were one not, strings compare.
-func comparePrefixStrings(a, b string) int {
-	pa, errA := netip.ParsePrefix(a)
-	pb, errB := netip.ParsePrefix(b)
-	if errA != nil || errB != nil {
-		return strings.Compare(a, b)
-	}
-	if c := pa.Addr().Compare(pb.Addr()); c != 0 {
-		return c
-	}
-	return pa.Bits() - pb.Bits()
+// prefixRecord is a record with its prefix parsed, for sorting.
+type prefixRecord struct {
+	prefix netip.Prefix
+	record registryRecord
 }
 
 // recordsOfAllocations keeps the registry's order: by prefix, then claim.
@@ -345,15 +327,12 @@ func newTabWriter(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 10, 4, 3, ' ', 0)
 }
 
-// referenceString is "services" for the core group, "group/resource"
-// otherwise, and "-" for none.
+// referenceString writes a reference as the server's table does (kubectl
+// get networkclaims -o wide): "resource.group", "services" for the core
+// group, and "<none>" for none.
 func referenceString(ref *v1alpha1.ResourceReference) string {
-	switch {
-	case ref == nil:
-		return "-"
-	case ref.Group == "":
-		return ref.Resource
-	default:
-		return ref.Group + "/" + ref.Resource
+	if ref == nil {
+		return "<none>"
 	}
+	return schema.GroupResource{Group: ref.Group, Resource: ref.Resource}.String()
 }

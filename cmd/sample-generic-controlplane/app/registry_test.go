@@ -61,16 +61,23 @@ func TestRegistryBadArguments(t *testing.T) {
 // request one way.
 func TestRegistryConnection(t *testing.T) {
 	notServed := startFakeServer(t, http.NotFound)
+	forbidden := startFakeServer(t, func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", http.StatusForbidden) })
 	// Answers nothing until the client gives up.
 	noAnswer := startFakeServer(t, func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	// Refuses connections: its listener is closed.
+	refused := startFakeServer(t, http.NotFound)
+	refused.server.Close()
 	missing := filepath.Join(t.TempDir(), "missing.kubeconfig")
-	notServedError := "the NetworkClaim API (networking.x-k8s.io/v1alpha1) is not served by " + notServed.host + ": is the KANA feature gate off?"
+	// The server's own message is in between.
+	notServedStart, notServedEnd := "reading the NetworkClaims of "+notServed.host+": networkregistry: NetworkClaims not listed: ",
+		"; the server does not serve the NetworkClaim API (networking.x-k8s.io/v1alpha1): is its KANA feature gate off?"
 	tests := []struct {
 		name string
 		// env is $KUBECONFIG.
-		env     string
-		args    []string
-		wantErr string
+		env  string
+		args []string
+		// wantErr is the error, or its beginning when wantErrEnd is set.
+		wantErr, wantErrEnd string
 	}{
 		{
 			name:    "no --kubeconfig, KUBECONFIG names no file",
@@ -79,16 +86,18 @@ func TestRegistryConnection(t *testing.T) {
 			wantErr: "no kubeconfig in KUBECONFIG=" + missing + ": set --kubeconfig=FILE or KUBECONFIG, e.g. --kubeconfig=$HOME/.local/share/sample-generic-controlplane/admin.kubeconfig",
 		},
 		{
-			name:    "no --kubeconfig: KUBECONFIG",
-			env:     notServed.kubeconfig,
-			args:    []string{"registry", "whois", "10.96.0.1"},
-			wantErr: notServedError,
+			name:       "no --kubeconfig: KUBECONFIG",
+			env:        notServed.kubeconfig,
+			args:       []string{"registry", "whois", "10.96.0.1"},
+			wantErr:    notServedStart,
+			wantErrEnd: notServedEnd,
 		},
 		{
-			name:    "--kubeconfig before KUBECONFIG",
-			env:     missing,
-			args:    []string{"registry", "list", "--kubeconfig=" + notServed.kubeconfig},
-			wantErr: notServedError,
+			name:       "--kubeconfig before KUBECONFIG",
+			env:        missing,
+			args:       []string{"registry", "list", "--kubeconfig=" + notServed.kubeconfig},
+			wantErr:    notServedStart,
+			wantErrEnd: notServedEnd,
 		},
 		{
 			name:    "--kubeconfig names no file",
@@ -97,9 +106,23 @@ func TestRegistryConnection(t *testing.T) {
 			wantErr: "--kubeconfig " + missing + ": stat " + missing + ": no such file or directory",
 		},
 		{
+			// Not retried: the default --timeout would fail the test.
+			name:       "forbidden",
+			args:       []string{"registry", "list", "--kubeconfig=" + forbidden.kubeconfig},
+			wantErr:    "reading the NetworkClaims of " + forbidden.host + ": networkregistry: NetworkClaims not listed: ",
+			wantErrEnd: "; grant the client list and watch on networkclaims, e.g. by the view ClusterRole",
+		},
+		{
 			name:    "no answer within --timeout",
 			args:    []string{"registry", "list", "--kubeconfig=" + noAnswer.kubeconfig, "--timeout=300ms"},
 			wantErr: "the NetworkClaims of " + noAnswer.host + " were not read within --timeout=300ms; raise --timeout or check the server",
+		},
+		{
+			// At once, not after --timeout: the commands list once.
+			name:       "connection refused",
+			args:       []string{"registry", "list", "--kubeconfig=" + refused.kubeconfig},
+			wantErr:    "reading the NetworkClaims of " + refused.host + ": networkregistry: NetworkClaims not listed: ",
+			wantErrEnd: "connection refused",
 		},
 	}
 	for _, tc := range tests {
@@ -107,14 +130,19 @@ func TestRegistryConnection(t *testing.T) {
 			t.Setenv("KUBECONFIG", tc.env)
 			t.Setenv("KUBERNETES_SERVICE_HOST", "") // not in a pod
 			stdout, _, err := runSplit(t, tc.args...)
-			if err == nil || err.Error() != tc.wantErr {
-				t.Fatalf("%q: %v, stdout %q\nwant error %q", tc.args, err, stdout, tc.wantErr)
+			ok := err != nil && err.Error() == tc.wantErr
+			if tc.wantErrEnd != "" {
+				ok = err != nil && strings.HasPrefix(err.Error(), tc.wantErr) && strings.HasSuffix(err.Error(), tc.wantErrEnd)
+			}
+			if !ok {
+				t.Fatalf("%q: %v, stdout %q\nwant error %q … %q", tc.args, err, stdout, tc.wantErr, tc.wantErrEnd)
 			}
 		})
 	}
 }
 
 type fakeServer struct {
+	server     *httptest.Server
 	host       string
 	kubeconfig string
 }
@@ -134,7 +162,7 @@ func startFakeServer(t *testing.T, handler http.HandlerFunc) fakeServer {
 	if err := clientcmd.WriteToFile(*config, path); err != nil {
 		t.Fatal(err)
 	}
-	return fakeServer{host: server.URL, kubeconfig: path}
+	return fakeServer{server: server, host: server.URL, kubeconfig: path}
 }
 
 func TestRegistryHelp(t *testing.T) {
@@ -209,10 +237,10 @@ func TestPrintList(t *testing.T) {
 	want := strings.Join([]string{
 		"CLAIM            PREFIX             STATUS        REFERENCE                        SINCE     DETAILS",
 		"cni              10.96.0.0/16       Unavailable   pods                             2d1h      overlaps 10.96.0.0/12 held by NetworkClaim kube-apiserver",
-		"cni              192.168.0.0/24     Pending       networking.k8s.io/servicecidrs   -         ",
+		"cni              192.168.0.0/24     Pending       servicecidrs.networking.k8s.io   -         ",
 		"cni              fd00:10:244::/56   Allocated     pods                             2d1h      ",
 		"kube-apiserver   10.96.0.0/12       Allocated     services                         2d1h      Service ClusterIPs",
-		"kube-apiserver   172.16.0.0/12      Allocated     -                                90s       ",
+		"kube-apiserver   172.16.0.0/12      Allocated     <none>                           90s       ",
 	}, "\n") + "\n"
 	if out.String() != want {
 		t.Errorf("list table:\n%s\nwant:\n%s", out.String(), want)
@@ -231,7 +259,7 @@ func TestPrintWhois(t *testing.T) {
 	want := strings.Join([]string{
 		"PREFIX         CLAIM            REFERENCE   ALLOCATED              DESCRIPTION",
 		"10.96.0.0/12   kube-apiserver   services    2026-03-02T11:00:00Z   Service ClusterIPs",
-		"10.96.8.0/24   lb               -           2026-03-02T11:00:00Z   ",
+		"10.96.8.0/24   lb               <none>      2026-03-02T11:00:00Z   ",
 	}, "\n") + "\n"
 	if out.String() != want {
 		t.Errorf("whois table:\n%s\nwant:\n%s", out.String(), want)
