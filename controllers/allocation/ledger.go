@@ -257,8 +257,7 @@ func (l *ledger) compareWaiting(claimA string, a netip.Prefix, claimB string, b 
 		ea.records[a].since.Compare(eb.records[b].since),
 		ea.created.Compare(eb.created),
 		cmp.Compare(claimA, claimB),
-		a.Addr().Compare(b.Addr()),
-		cmp.Compare(a.Bits(), b.Bits()),
+		a.Compare(b),
 	)
 }
 
@@ -394,8 +393,6 @@ func sortedPrefixes(records map[netip.Prefix]*decision) []netip.Prefix {
 	for p := range records {
 		out = append(out, p)
 	}
-	slices.SortFunc(out, func(a, b netip.Prefix) int {
-		return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
-	})
+	slices.SortFunc(out, netip.Prefix.Compare)
 	return out
 }

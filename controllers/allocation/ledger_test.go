@@ -1236,8 +1236,7 @@ func (m *model) promoteAll(now time.Time) {
 			ca.records[a.p].since.Compare(cb.records[b.p].since),
 			ca.created.Compare(cb.created),
 			strings.Compare(a.name, b.name),
-			a.p.Addr().Compare(b.p.Addr()),
-			cmp.Compare(a.p.Bits(), b.p.Bits()),
+			a.p.Compare(b.p),
 		)
 	})
 	for _, w := range waiters {

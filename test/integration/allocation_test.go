@@ -26,6 +26,7 @@ import (
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
 	clientv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/allocation"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 )
@@ -52,13 +53,6 @@ func createClaims(t *testing.T, claims clientv1alpha1.NetworkClaimInterface, cs 
 	}
 }
 
-// decided reports whether the registry has decided the claim's current spec.
-func decided(c *networkingv1alpha1.NetworkClaim) bool {
-	ready := meta.FindStatusCondition(c.Status.Conditions, networkingv1alpha1.ConditionReady)
-	return c.Status.ObservedGeneration == c.Generation && ready != nil && ready.ObservedGeneration == c.Generation &&
-		len(c.Status.AddressSpace) == len(c.Spec.AddressSpace)
-}
-
 // waitForClaim waits until the claim satisfies cond and returns it.
 func waitForClaim(t *testing.T, claims clientv1alpha1.NetworkClaimInterface, name, what string, cond func(*networkingv1alpha1.NetworkClaim) bool) *networkingv1alpha1.NetworkClaim {
 	t.Helper()
@@ -79,7 +73,7 @@ func waitForClaim(t *testing.T, claims clientv1alpha1.NetworkClaimInterface, nam
 
 func waitDecided(t *testing.T, claims clientv1alpha1.NetworkClaimInterface, name string) *networkingv1alpha1.NetworkClaim {
 	t.Helper()
-	return waitForClaim(t, claims, name, "decided", decided)
+	return waitForClaim(t, claims, name, "decided", networkregistry.Decided)
 }
 
 // record returns the claim's status record for prefix.
@@ -436,7 +430,7 @@ func TestRestartInTheMiddleOfABurstKeepsTheLedger(t *testing.T) {
 	}
 	undecided := 0
 	for i := range before.Items {
-		if !decided(&before.Items[i]) {
+		if !networkregistry.Decided(&before.Items[i]) {
 			undecided++
 		}
 	}

@@ -26,7 +26,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,6 +33,7 @@ import (
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
 	clientv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
 	"sigs.k8s.io/sample-generic-controlplane/hack/bench/internal/benchutil"
 )
 
@@ -207,7 +207,7 @@ func fill(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n in
 		}
 		undecided := 0
 		for i := range list.Items {
-			if !decided(&list.Items[i]) {
+			if !networkregistry.Decided(&list.Items[i]) {
 				undecided++
 			}
 		}
@@ -263,7 +263,7 @@ func waitDecision(w watch.Interface, name string, want networkingv1alpha1.Alloca
 				return errors.New("watch closed")
 			}
 			c, isClaim := ev.Object.(*networkingv1alpha1.NetworkClaim)
-			if isClaim && c.Name == name && decided(c) && c.Status.AddressSpace[0].Status == want {
+			if isClaim && c.Name == name && networkregistry.Decided(c) && c.Status.AddressSpace[0].Status == want {
 				return nil
 			}
 		case <-timeout:
@@ -277,9 +277,4 @@ func claim(name, prefix string) *networkingv1alpha1.NetworkClaim {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       networkingv1alpha1.NetworkClaimSpec{AddressSpace: []networkingv1alpha1.AddressSpaceRecord{{Prefix: prefix}}},
 	}
-}
-
-func decided(c *networkingv1alpha1.NetworkClaim) bool {
-	ready := meta.FindStatusCondition(c.Status.Conditions, networkingv1alpha1.ConditionReady)
-	return c.Status.ObservedGeneration == c.Generation && ready != nil && len(c.Status.AddressSpace) == len(c.Spec.AddressSpace)
 }
