@@ -24,11 +24,16 @@ const (
 	// policy grants system:controller:generic-garbage-collector to it.
 	identity = "generic-garbage-collector"
 	// discoverySyncPeriod is how often the collector looks for new resources
-	// (e.g. of a CRD created after start). kube-controller-manager uses 30 s,
+	// (e.g. of a CRD created after start), and how long each such resync
+	// waits for the new monitors to sync. kube-controller-manager uses 30 s,
 	// so dependents of a new CRD's objects could wait that long; in-process,
 	// aggregated discovery is two cheap requests, and the collector only
 	// restarts its monitors when the set of resources changed.
 	discoverySyncPeriod = 5 * time.Second
+	// initialSyncTimeout is how long the collector waits for its monitors
+	// to sync before its workers start anyway: what kube-controller-manager
+	// passes to Run.
+	initialSyncTimeout = 30 * time.Second
 )
 
 // New builds the garbage collector; run the returned function to start it.
@@ -55,6 +60,6 @@ func New(ctx context.Context, c *controllercontext.Context, workers int) (func(c
 	}
 	return func(ctx context.Context) {
 		go gc.Sync(ctx, client.Discovery(), discoverySyncPeriod)
-		gc.Run(ctx, workers, discoverySyncPeriod)
+		gc.Run(ctx, workers, initialSyncTimeout)
 	}, nil
 }

@@ -2,12 +2,16 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
@@ -77,6 +81,23 @@ func TestCampaignReleasesLeaseAfterControllersStop(t *testing.T) {
 // (Run then campaigns again) while its context is still alive.
 func TestCampaignEndsTermWhenLeadershipIsLost(t *testing.T) {
 	client := fake.NewClientset()
+	// The fake clientset ignores resourceVersion, so the leader's next
+	// renewal, made from its stale copy of the Lease, would silently take
+	// the Lease back. The API server refuses such an update with a
+	// conflict; so does this reactor, once "other" holds the Lease.
+	client.PrependReactor("update", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		update := action.(k8stesting.UpdateAction)
+		lease := update.GetObject().(*coordinationv1.Lease)
+		stored, err := client.Tracker().Get(coordinationv1.SchemeGroupVersion.WithResource("leases"), update.GetNamespace(), lease.Name)
+		if err != nil {
+			return false, nil, nil
+		}
+		if h := stored.(*coordinationv1.Lease).Spec.HolderIdentity; h != nil && *h == "other" &&
+			(lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "other") {
+			return true, nil, apierrors.NewConflict(coordinationv1.Resource("leases"), lease.Name, errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
 	ctx := t.Context()
 	started := make(chan struct{})
 	stopped := make(chan struct{})
@@ -90,7 +111,11 @@ func TestCampaignEndsTermWhenLeadershipIsLost(t *testing.T) {
 			return nil
 		})
 	}()
-	<-started
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("never led")
+	}
 	// Another replica takes the lease, as after a missed renewal.
 	lease, err := client.CoordinationV1().Leases(identityNamespace).Get(ctx, LeaseName, metav1.GetOptions{})
 	if err != nil {

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/component-base/featuregate"
+	"k8s.io/controller-manager/app"
 	"k8s.io/controller-manager/pkg/clientbuilder"
 	"k8s.io/controller-manager/pkg/informerfactory"
 	"k8s.io/klog/v2"
@@ -123,7 +124,8 @@ func (o *Options) runs(c controller) bool {
 	return !off && o.Enabled(c.name)
 }
 
-// registry lists every controller this manager knows, in start order.
+// registry lists every controller this manager knows, in start order:
+// runControllers builds and starts them in this order.
 var registry = []controller{
 	{name: garbagecollector.Name, aliases: []string{"garbage-collector-controller"}, build: func(ctx context.Context, c *controllercontext.Context, o *Options) (func(context.Context), error) {
 		return garbagecollector.New(ctx, c, o.ConcurrentGCSyncs)
@@ -191,15 +193,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // Validate names the flag and what to write instead.
 func (o *Options) Validate() error {
 	var errs []error
-	known := sets.New[string]()
-	for _, c := range registry {
-		known.Insert(c.name)
-		known.Insert(c.aliases...)
-	}
-	for _, c := range o.Controllers {
-		name := strings.TrimPrefix(c, "-")
-		if c != "*" && !known.Has(name) {
-			errs = append(errs, fmt.Errorf("--controllers: unknown controller %q; write '*', a name or -name, with names from: %s", c, strings.Join(KnownControllers(), ", ")))
+	known := sets.New(KnownControllers()...)
+	for i, c := range canonicalControllers(o.Controllers) {
+		if c != "*" && !known.Has(strings.TrimPrefix(c, "-")) {
+			errs = append(errs, fmt.Errorf("--controllers: unknown controller %q; write '*', a name or -name, with names from: %s", o.Controllers[i], strings.Join(KnownControllers(), ", ")))
 		}
 	}
 	if o.ConcurrentGCSyncs < 1 {
@@ -226,23 +223,43 @@ func (o *Options) Validate() error {
 }
 
 // Enabled reports whether --controllers enables the named controller, with
-// kube-controller-manager's rules: an explicit name or -name wins over '*'.
+// kube-controller-manager's rules (app.IsControllerEnabled): aliases count
+// as their controller's name, the first explicit name or -name wins over
+// '*', and no controller is disabled by default.
 func (o *Options) Enabled(name string) bool {
-	names := []string{name}
+	return app.IsControllerEnabled(name, nil, canonicalControllers(o.Controllers))
+}
+
+// aliases maps each alias (kube-controller-manager's controller names) to
+// the name of its controller.
+func aliases() map[string]string {
+	m := map[string]string{}
 	for _, c := range registry {
-		if c.name == name {
-			names = append(names, c.aliases...)
+		for _, a := range c.aliases {
+			m[a] = c.name
 		}
 	}
-	for _, n := range names {
-		if slices.Contains(o.Controllers, "-"+n) {
-			return false
+	return m
+}
+
+// canonicalControllers replaces aliases in a --controllers value with the
+// names they stand for, keeping '-' and '*', as kube-controller-manager's
+// options do before it matches controllers.
+func canonicalControllers(controllers []string) []string {
+	aliasOf := aliases()
+	canonical := make([]string, 0, len(controllers))
+	for _, c := range controllers {
+		disable := strings.HasPrefix(c, "-")
+		name := strings.TrimPrefix(c, "-")
+		if n, ok := aliasOf[name]; ok {
+			name = n
 		}
-		if slices.Contains(o.Controllers, n) {
-			return true
+		if disable {
+			name = "-" + name
 		}
+		canonical = append(canonical, name)
 	}
-	return slices.Contains(o.Controllers, "*")
+	return canonical
 }
 
 // Run runs the enabled controllers until ctx is done; with leader election
@@ -393,7 +410,12 @@ func runControllers(ctx context.Context, o *Options, id string, rootConfig *rest
 		}
 		return err
 	}
-	runs := map[string]func(context.Context){}
+	// A slice, not a map: controllers start in registry order.
+	type namedRun struct {
+		name string
+		run  func(context.Context)
+	}
+	var runs []namedRun
 	for _, entry := range registry {
 		if gate, off := entry.gatedOff(); off {
 			logger.Info("Controller disabled by a feature gate", "controller", entry.name, "featureGate", gate)
@@ -413,7 +435,7 @@ func runControllers(ctx context.Context, o *Options, id string, rootConfig *rest
 		if run == nil { // not configured to do anything; it said why
 			continue
 		}
-		runs[entry.name] = run
+		runs = append(runs, namedRun{entry.name, run})
 		health.set(entry.name, nil)
 		logger.Info("Controller started", "controller", entry.name)
 	}
@@ -424,11 +446,11 @@ func runControllers(ctx context.Context, o *Options, id string, rootConfig *rest
 	close(c.InformersStarted)
 
 	var wg sync.WaitGroup
-	for name, run := range runs {
+	for _, r := range runs {
 		wg.Go(func() {
-			run(ctx)
+			r.run(ctx)
 			if ctx.Err() == nil {
-				health.failed(name, "stopped", errors.New("the controller returned while the manager runs"))
+				health.failed(r.name, "stopped", errors.New("the controller returned while the manager runs"))
 			}
 		})
 	}

@@ -21,6 +21,8 @@ func TestEnabled(t *testing.T) {
 		{[]string{"*", "-garbage-collector-controller"}, "garbagecollector", false}, // kube-controller-manager's name
 		{[]string{"namespace-controller"}, "namespace", true},
 		{[]string{}, "namespace", false},
+		{[]string{"-namespace-controller", "*"}, "namespace", false},                              // an alias disables its controller
+		{[]string{"garbagecollector", "-garbage-collector-controller"}, "garbagecollector", true}, // the first explicit choice wins
 	} {
 		o := NewOptions()
 		o.Controllers = tc.controllers
@@ -38,6 +40,9 @@ func TestValidate(t *testing.T) {
 	}{
 		{"defaults", func(*Options) {}, ""},
 		{"unknown controller", func(o *Options) { o.Controllers = []string{"*", "-deployment"} }, `--controllers: unknown controller "-deployment"`},
+		{"aliases", func(o *Options) {
+			o.Controllers = []string{"*", "-garbage-collector-controller", "namespace-controller"}
+		}, ""},
 		{"zero gc workers", func(o *Options) { o.ConcurrentGCSyncs = 0 }, "--concurrent-gc-syncs must be at least 1"},
 		{"zero namespace workers", func(o *Options) { o.ConcurrentNamespaceSyncs = 0 }, "--concurrent-namespace-syncs must be at least 1"},
 		{"renew deadline beyond lease", func(o *Options) { o.RenewDeadline = o.LeaseDuration }, "--leader-elect-renew-deadline"},

@@ -31,7 +31,11 @@ const (
 	// refuses such objects until then. kube-controller-manager waits 5 min;
 	// usage is computed from in-memory caches, so 30 s is cheap here.
 	quotaSyncPeriod = 30 * time.Second
-	// discoverySyncPeriod finds resources of CRDs created after start.
+	// discoverySyncPeriod is how often Sync looks for resources of CRDs
+	// created after start, and how long each resync that found new ones
+	// waits for their monitors to sync (the workers pause meanwhile).
+	// kube-controller-manager uses 30 s. Run takes no timeout: it waits for
+	// the quota informer until ctx ends, as upstream's does.
 	discoverySyncPeriod = 5 * time.Second
 )
 
