@@ -29,6 +29,22 @@ metadata:
   - {apiVersion: v1, kind: ConfigMap, name: owner, uid: %s}
 `, uid), "apply", "-f", "-")
 
+	// --controllers= runs no controller in-process: no controller health
+	// check, no replica campaigning for the controllers' Lease, and a
+	// dependent of a deleted owner stays until a controllers process runs.
+	if livez := kubectl(t, c, "get", "--raw", "/livez?verbose"); strings.Contains(livez, "]controller-") { // e.g. [+]controller-garbagecollector ok
+		t.Fatalf("with --controllers= /livez checks in-process controllers:\n%s", livez)
+	}
+	if holder := leaseHolder(t, c); holder != "" {
+		t.Fatalf("with --controllers= the controllers' Lease is held by %q", holder)
+	}
+	kubectl(t, c, "delete", "configmap", "owner")
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if res := runKubectl(t, c, "", "get", "configmap", "dependent"); res.ExitCode != 0 {
+			t.Fatalf("with --controllers= the dependent of a deleted owner was collected before any controllers process ran: exit code %d, %s", res.ExitCode, res.Stderr)
+		}
+	}
+
 	logPath := filepath.Join(t.TempDir(), "controllers.log")
 	log, err := os.Create(logPath)
 	if err != nil {
@@ -52,7 +68,6 @@ metadata:
 		}
 	})
 
-	kubectl(t, c, "delete", "configmap", "owner")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		res := runKubectl(t, c, "", "get", "configmap", "dependent")
@@ -69,6 +84,11 @@ metadata:
 		}
 	}
 
+	// The controllers process campaigned for the Lease, and holds it.
+	if holder := leaseHolder(t, c); holder == "" {
+		t.Fatal("the controllers process collected the dependent without holding the controllers' Lease")
+	}
+
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -81,4 +101,22 @@ metadata:
 	case <-time.After(30 * time.Second):
 		t.Fatal("controllers process still running 30s after SIGTERM")
 	}
+}
+
+// controllersLease is the Lease the controllers' replicas elect a leader on
+// (manager.LeaseName; the e2e suite does not import the controllers).
+const controllersLease = "sample-generic-controlplane-controllers"
+
+// leaseHolder returns the holder of the controllers' Lease; "" when it has
+// none or does not exist.
+func leaseHolder(t *testing.T, c *Cluster) string {
+	t.Helper()
+	res := runKubectl(t, c, "", "get", "lease", "--namespace=kube-system", controllersLease, "-o", "jsonpath={.spec.holderIdentity}")
+	if res.ExitCode != 0 {
+		if strings.Contains(res.Stderr, "NotFound") {
+			return ""
+		}
+		t.Fatalf("kubectl get lease %s: exit code %d; stderr:\n%s", controllersLease, res.ExitCode, res.Stderr)
+	}
+	return res.Stdout
 }

@@ -38,19 +38,27 @@ func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	const retryPeriod = 250 * time.Millisecond
 	flags := []string{"--etcd-servers=unix://" + socket,
-		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=250ms"}
+		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=" + retryPeriod.String()}
 	first := cptesting.StartTestServer(t, cptesting.Options{Flags: flags})
 	leader := waitForLeader(t, first, "")
 	second := cptesting.StartTestServer(t, cptesting.Options{Flags: flags})
-	// The second replica is up and has been retrying for a while; the
-	// first still leads and leadership never changed hands.
-	lease, err := kubernetes.NewForConfigOrDie(second.ClientConfig).CoordinationV1().Leases("kube-system").Get(t.Context(), manager.LeaseName, metav1.GetOptions{})
-	if err != nil {
+	// The second replica is up; while it tries to acquire the lease, four
+	// times over, the first still leads and leadership never changes hands.
+	leases := kubernetes.NewForConfigOrDie(second.ClientConfig).CoordinationV1().Leases("kube-system")
+	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 4*retryPeriod, true, func(context.Context) (bool, error) {
+		lease, err := leases.Get(t.Context(), manager.LeaseName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != leader || lease.Spec.LeaseTransitions == nil || *lease.Spec.LeaseTransitions != 0 {
+			return false, fmt.Errorf("while the first replica runs, the lease is %+v; want holder %q and no transitions", lease.Spec, leader)
+		}
+		return false, nil // keep watching until the time is up
+	})
+	if !wait.Interrupted(err) || t.Context().Err() != nil {
 		t.Fatal(err)
-	}
-	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != leader || lease.Spec.LeaseTransitions == nil || *lease.Spec.LeaseTransitions != 0 {
-		t.Fatalf("while the first replica runs, the lease is %+v; want holder %q and no transitions", lease.Spec, leader)
 	}
 
 	// Claims race for one range through both replicas: only the leader

@@ -87,15 +87,30 @@ func TestSecondInstanceOnSameDataDirFailsFast(t *testing.T) {
 func TestConcurrentServersInOneProcess(t *testing.T) {
 	const n = 2
 	servers := make([]*cptesting.TestServer, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { servers[i] = cptesting.StartTestServer(t, cptesting.Options{}) })
+		// Start, not StartTestServer: t.Fatal must not be called outside
+		// the test goroutine. Errors are reported below.
+		wg.Go(func() { servers[i], errs[i] = cptesting.Start(t.Context(), t.TempDir, cptesting.Options{}) })
 	}
 	wg.Wait()
 	for i, s := range servers {
 		if s == nil {
-			t.FailNow()
+			continue
 		}
+		t.Cleanup(func() {
+			if err := s.Stop(); err != nil {
+				t.Errorf("stopping server %d: %v", i, err)
+			}
+		})
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("starting server %d: %v", i, err)
+		}
+	}
+	for i, s := range servers {
 		client := kubernetes.NewForConfigOrDie(s.ClientConfig)
 		name := "only-in-" + string(rune('a'+i))
 		if _, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
