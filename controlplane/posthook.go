@@ -30,7 +30,9 @@ func bootstrapHook(what string, write func(context.Context, kubernetes.Interface
 		start := time.Now()
 		err = wait.PollUntilContextTimeout(hookCtx, bootstrapRetry, bootstrapTimeout, true, func(ctx context.Context) (bool, error) {
 			if err := write(ctx, client); err != nil {
-				logger.Info("Bootstrap not done yet, retrying", "what", what, "err", err)
+				// Each try is whole and idempotent; only its final failure
+				// matters (it fails the hook), so retries are not news.
+				logger.V(2).Info("Bootstrap not done yet, retrying", "what", what, "err", err)
 				return false, nil
 			}
 			return true, nil
