@@ -60,10 +60,7 @@ func loadOrCreateAuthority(certFile, keyFile, commonName string) (*Authority, er
 	if certExists {
 		cert, key, err := loadPair(certFile, keyFile)
 		if err != nil {
-			return nil, err
-		}
-		if !publicKeysEqual(cert.PublicKey, key.Public()) {
-			return nil, fmt.Errorf("CA certificate %s does not belong to key %s", certFile, keyFile)
+			return nil, fmt.Errorf("CA: %w", err)
 		}
 		a.Cert, a.Key = cert, key
 		return a, nil
@@ -143,14 +140,14 @@ func (a *Authority) IssueClientCertificate(user string, groups []string) (certPE
 // it is not close to expiry, it covers spec and keyFile holds its key;
 // otherwise it issues a new one.
 func (a *Authority) ensureLeaf(certFile, keyFile string, spec leafSpec) error {
-	cert, key, err := loadPair(certFile, keyFile)
-	if err == nil && a.stillValid(cert, spec) && publicKeysEqual(cert.PublicKey, key.Public()) {
+	cert, _, err := loadPair(certFile, keyFile)
+	if err == nil && a.stillValid(cert, spec) {
 		return nil
 	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, errKeyMismatch) {
 		return err
 	}
-	cert, key, err = a.issue(spec)
+	cert, key, err := a.issue(spec)
 	if err != nil {
 		return err
 	}
@@ -189,6 +186,11 @@ func newKey() (crypto.Signer, error) {
 	return key, nil
 }
 
+// errKeyMismatch: a certificate and the key beside it do not belong together.
+var errKeyMismatch = errors.New("does not belong to the key")
+
+// loadPair reads a certificate and its key, and checks that they belong
+// together (errKeyMismatch otherwise).
 func loadPair(certFile, keyFile string) (*x509.Certificate, crypto.Signer, error) {
 	certs, err := certutil.CertsFromFile(certFile)
 	if err != nil {
@@ -204,6 +206,9 @@ func loadPair(certFile, keyFile string) (*x509.Certificate, crypto.Signer, error
 	key, ok := keyAny.(crypto.Signer)
 	if !ok {
 		return nil, nil, fmt.Errorf("key %s cannot sign", keyFile)
+	}
+	if !publicKeysEqual(certs[0].PublicKey, key.Public()) {
+		return nil, nil, fmt.Errorf("certificate %s %w %s", certFile, errKeyMismatch, keyFile)
 	}
 	return certs[0], key, nil
 }

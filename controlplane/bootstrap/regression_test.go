@@ -79,6 +79,25 @@ func TestEnsurePKIReissuesLeafWithForeignKey(t *testing.T) {
 	checkKeyPair(t, p.ServingCertFile, p.ServingKeyFile)
 }
 
+// A CA whose key file holds another key is refused, not replaced: replacing
+// it would invalidate everything it signed.
+func TestEnsurePKIRefusesCAWithForeignKey(t *testing.T) {
+	dir := t.TempDir()
+	ensurePKI(t, dir, testHosts)
+	caKey := filepath.Join(dir, "ca.key")
+	if err := os.WriteFile(caKey, mustRead(t, filepath.Join(dir, "etcd-ca.key")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, dir)
+	_, err := EnsurePKI(dir, testHosts)
+	if err == nil || !strings.Contains(err.Error(), "does not belong to the key") || !strings.Contains(err.Error(), caKey) {
+		t.Fatalf("EnsurePKI with a foreign CA key: %v; want an error naming %s", err, caKey)
+	}
+	if changed := changedFiles(before, snapshot(t, dir)); len(changed) > 0 {
+		t.Fatalf("files changed: %v", changed)
+	}
+}
+
 // Groups come back sorted from the certificate; a multi-group certificate
 // must still count as valid, or it would be reissued on every start.
 func TestStillValidComparesGroupsAsSets(t *testing.T) {
