@@ -85,7 +85,7 @@ func applyNetworkingPolicy(ctx context.Context, client kubernetes.Interface) err
 			WithValidations(admissionv1ac.Validation().
 				WithExpression("'system:masters' in request.userInfo.groups").
 				WithReason(metav1.StatusReasonForbidden).
-				WithMessage("the well-known NetworkClaims "+strings.Join(wellKnownClaims, ", ")+" may be created, changed or deleted only by cluster admins (group system:masters); claim your address space under another name")))
+				WithMessage("the well-known NetworkClaims " + strings.Join(wellKnownClaims, ", ") + " may be created, changed or deleted only by cluster admins (group system:masters); claim your address space under another name")))
 	if _, err := client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Apply(ctx, policy, opts); err != nil {
 		return fmt.Errorf("validatingadmissionpolicy %s: %w", wellKnownPolicyName, err)
 	}
