@@ -11,6 +11,7 @@ import (
 
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/apiserver/pkg/util/webhook"
@@ -20,13 +21,16 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/controlplane"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
+	cpadmission "k8s.io/kubernetes/pkg/controlplane/apiserver/admission"
 	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
 	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
+	"k8s.io/kubernetes/pkg/kubeapiserver/admission/exclusion"
 
 	networkingopenapi "sigs.k8s.io/sample-generic-controlplane/apis/generated/openapi"
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking"
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/resourcequota"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
 
@@ -153,7 +157,17 @@ func newAPIsConfig(opts cpoptions.CompletedOptions, apiServerCount int) (*generi
 	// Our types have no protobuf encoding; store them as JSON, as CRDs are.
 	storageFactory.SetSerializer(networking.Resource("networkclaims"), runtime.ContentTypeJSON, legacyscheme.Codecs)
 	serviceResolver := webhook.NewDefaultServiceResolver()
-	kubeAPIs, pluginInitializer, err := controlplaneapiserver.CreateConfig(opts, genericConfig, versionedInformers, storageFactory, serviceResolver, nil)
+	// Quota admission enforces what our quota controller calculates: the
+	// same evaluators (upstream's are for kube-apiserver, with pods,
+	// services and volumes, and their usage would never be calculated).
+	// Initializers run in order, so this one's configuration is the one
+	// the plugin keeps.
+	quotaConfig, err := resourcequota.NewConfiguration(nil)
+	if err != nil {
+		return nil, err
+	}
+	quotaInitializer := cpadmission.NewPluginInitializer(quotaConfig, exclusion.Excluded())
+	kubeAPIs, pluginInitializer, err := controlplaneapiserver.CreateConfig(opts, genericConfig, versionedInformers, storageFactory, serviceResolver, []admission.PluginInitializer{quotaInitializer})
 	if err != nil {
 		return nil, err
 	}

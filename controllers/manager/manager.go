@@ -65,6 +65,9 @@ type Options struct {
 	ConcurrentGCSyncs        int
 	ConcurrentNamespaceSyncs int
 	ConcurrentQuotaSyncs     int
+	// ResourceQuotaSyncPeriod is how often every quota is recalculated in
+	// full; events recalculate a quota at once.
+	ResourceQuotaSyncPeriod time.Duration
 	// ClusterSigningCertFile and ClusterSigningKeyFile are the CA that signs
 	// approved kubernetes.io/kube-apiserver-client CSRs.
 	ClusterSigningCertFile string
@@ -89,11 +92,16 @@ func NewOptions() *Options {
 		ConcurrentGCSyncs:        20,
 		ConcurrentNamespaceSyncs: 10,
 		ConcurrentQuotaSyncs:     5,
-		ClusterSigningDuration:   365 * 24 * time.Hour,
-		LeaderElect:              true,
-		LeaseDuration:            15 * time.Second,
-		RenewDeadline:            10 * time.Second,
-		RetryPeriod:              2 * time.Second,
+		// kube-controller-manager waits 5 min. Usage comes from in-memory
+		// caches, so 30 s is cheap, and it bounds how long a deletion goes
+		// unnoticed for a resource the controller does not watch yet (a CRD
+		// created seconds before).
+		ResourceQuotaSyncPeriod: 30 * time.Second,
+		ClusterSigningDuration:  365 * 24 * time.Hour,
+		LeaderElect:             true,
+		LeaseDuration:           15 * time.Second,
+		RenewDeadline:           10 * time.Second,
+		RetryPeriod:             2 * time.Second,
 	}
 }
 
@@ -140,7 +148,7 @@ var registry = []controller{
 		return clusterroleaggregation.New(ctx, c)
 	}},
 	{name: resourcequota.Name, aliases: []string{"resourcequota-controller"}, build: func(ctx context.Context, c *controllercontext.Context, o *Options) (func(context.Context), error) {
-		return resourcequota.New(ctx, c, o.ConcurrentQuotaSyncs)
+		return resourcequota.New(ctx, c, o.ConcurrentQuotaSyncs, o.ResourceQuotaSyncPeriod)
 	}},
 	{name: csrsigning.Name, aliases: []string{"certificatesigningrequest-signing-controller"}, build: func(ctx context.Context, c *controllercontext.Context, o *Options) (func(context.Context), error) {
 		return csrsigning.New(ctx, c, o.ClusterSigningCertFile, o.ClusterSigningKeyFile, o.ClusterSigningDuration)
@@ -179,6 +187,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ConcurrentGCSyncs, "concurrent-gc-syncs", o.ConcurrentGCSyncs, "Number of garbage collector workers.")
 	fs.IntVar(&o.ConcurrentNamespaceSyncs, "concurrent-namespace-syncs", o.ConcurrentNamespaceSyncs, "Number of namespaces deleted in parallel.")
 	fs.IntVar(&o.ConcurrentQuotaSyncs, "concurrent-resource-quota-syncs", o.ConcurrentQuotaSyncs, "Number of resource quotas synced in parallel.")
+	fs.DurationVar(&o.ResourceQuotaSyncPeriod, "resource-quota-sync-period", o.ResourceQuotaSyncPeriod, "How often every resource quota's usage is recalculated in full; changes to a quota and deletions of what it counts are acted on at once.")
 	fs.StringVar(&o.ClusterSigningCertFile, "cluster-signing-cert-file", o.ClusterSigningCertFile, "PEM CA certificate that signs approved kubernetes.io/kube-apiserver-client CSRs. Defaults to the cluster CA in --data-dir.")
 	fs.StringVar(&o.ClusterSigningKeyFile, "cluster-signing-key-file", o.ClusterSigningKeyFile, "PEM private key of --cluster-signing-cert-file. Defaults to the cluster CA's key in --data-dir.")
 	fs.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", o.ClusterSigningDuration, "Longest validity of a signed certificate; a CSR's spec.expirationSeconds may ask for less.")
@@ -207,6 +216,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ConcurrentQuotaSyncs < 1 {
 		errs = append(errs, fmt.Errorf("--concurrent-resource-quota-syncs must be at least 1, got %d", o.ConcurrentQuotaSyncs))
+	}
+	if o.ResourceQuotaSyncPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--resource-quota-sync-period must be positive, got %s; write e.g. --resource-quota-sync-period=5m", o.ResourceQuotaSyncPeriod))
 	}
 	if o.ClusterSigningDuration < time.Hour {
 		errs = append(errs, fmt.Errorf("--cluster-signing-duration must be at least 1h, got %s", o.ClusterSigningDuration))
