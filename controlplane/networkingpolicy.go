@@ -3,13 +3,11 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
+	"slices"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -20,16 +18,15 @@ import (
 const (
 	networkingPolicyHook = "networking.x-k8s.io/bootstrap-policy"
 	policyFieldManager   = "sample-generic-controlplane"
-	wellKnownPolicyName  = "networkclaims-well-known-names"
+	// legacyWellKnownPolicyName is the ValidatingAdmissionPolicy that
+	// guarded the well-known claims before the WellKnownNetworkClaims
+	// admission plugin.
+	legacyWellKnownPolicyName = "networkclaims-well-known-names"
 )
 
-// wellKnownClaims are the claims only cluster admins may create, change or
-// delete: RBAC cannot restrict creation by name, so admission does.
-var wellKnownClaims = []string{"kube-apiserver", "kube-controller-manager"}
-
-// ensureNetworkingPolicy applies, at every start, the RBAC and admission
-// policy that come with the NetworkClaim API. Server-side apply makes it
-// idempotent and puts back what someone changed.
+// ensureNetworkingPolicy applies, at every start, the RBAC that comes with
+// the NetworkClaim API. Server-side apply makes it idempotent and puts back
+// what someone changed.
 var ensureNetworkingPolicy = bootstrapHook("NetworkClaim RBAC and admission policy", applyNetworkingPolicy)
 
 func applyNetworkingPolicy(ctx context.Context, client kubernetes.Interface) error {
@@ -66,35 +63,45 @@ func applyNetworkingPolicy(ctx context.Context, client kubernetes.Interface) err
 		return fmt.Errorf("clusterrolebinding %s: %w", allocatorRole, err)
 	}
 
-	quoted := make([]string, len(wellKnownClaims))
-	for i, name := range wellKnownClaims {
-		quoted[i] = strconv.Quote(name)
+	return removeWellKnownPolicy(ctx, client)
+}
+
+// removeWellKnownPolicy deletes the ValidatingAdmissionPolicy (and its
+// binding) that guarded the well-known claims before the
+// WellKnownNetworkClaims admission plugin did, if this control plane wrote
+// them: data dirs of earlier versions still hold them.
+func removeWellKnownPolicy(ctx context.Context, client kubernetes.Interface) error {
+	admission := client.AdmissionregistrationV1()
+	binding, err := admission.ValidatingAdmissionPolicyBindings().Get(ctx, legacyWellKnownPolicyName, metav1.GetOptions{})
+	if err := deleteIfOurs(err, binding, func(opts metav1.DeleteOptions) error {
+		return admission.ValidatingAdmissionPolicyBindings().Delete(ctx, legacyWellKnownPolicyName, opts)
+	}); err != nil {
+		return fmt.Errorf("validatingadmissionpolicybinding %s: %w", legacyWellKnownPolicyName, err)
 	}
-	names := "[" + strings.Join(quoted, ", ") + "]"
-	policy := admissionv1ac.ValidatingAdmissionPolicy(wellKnownPolicyName).
-		WithSpec(admissionv1ac.ValidatingAdmissionPolicySpec().
-			WithFailurePolicy(admissionregistrationv1.Fail).
-			// The main resource only: the registry writes status of every
-			// claim, well-known or not.
-			WithMatchConstraints(admissionv1ac.MatchResources().WithResourceRules(
-				admissionv1ac.NamedRuleWithOperations().
-					WithAPIGroups(group).WithAPIVersions("*").WithResources("networkclaims").
-					WithOperations(admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete))).
-			WithMatchConditions(admissionv1ac.MatchCondition().WithName("well-known-claim").
-				WithExpression("request.name in " + names)).
-			WithValidations(admissionv1ac.Validation().
-				WithExpression("'system:masters' in request.userInfo.groups").
-				WithReason(metav1.StatusReasonForbidden).
-				WithMessage("the well-known NetworkClaims " + strings.Join(wellKnownClaims, ", ") + " may be created, changed or deleted only by cluster admins (group system:masters); claim your address space under another name")))
-	if _, err := client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Apply(ctx, policy, opts); err != nil {
-		return fmt.Errorf("validatingadmissionpolicy %s: %w", wellKnownPolicyName, err)
+	policy, err := admission.ValidatingAdmissionPolicies().Get(ctx, legacyWellKnownPolicyName, metav1.GetOptions{})
+	if err := deleteIfOurs(err, policy, func(opts metav1.DeleteOptions) error {
+		return admission.ValidatingAdmissionPolicies().Delete(ctx, legacyWellKnownPolicyName, opts)
+	}); err != nil {
+		return fmt.Errorf("validatingadmissionpolicy %s: %w", legacyWellKnownPolicyName, err)
 	}
-	policyBinding := admissionv1ac.ValidatingAdmissionPolicyBinding(wellKnownPolicyName).
-		WithSpec(admissionv1ac.ValidatingAdmissionPolicyBindingSpec().
-			WithPolicyName(wellKnownPolicyName).
-			WithValidationActions(admissionregistrationv1.Deny))
-	if _, err := client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Apply(ctx, policyBinding, opts); err != nil {
-		return fmt.Errorf("validatingadmissionpolicybinding %s: %w", wellKnownPolicyName, err)
+	return nil
+}
+
+// deleteIfOurs deletes the object got (with getErr) if our field manager
+// wrote it, and only that object: a precondition on its UID.
+func deleteIfOurs(getErr error, obj metav1.Object, del func(metav1.DeleteOptions) error) error {
+	if apierrors.IsNotFound(getErr) {
+		return nil
+	}
+	if getErr != nil {
+		return getErr
+	}
+	if !slices.ContainsFunc(obj.GetManagedFields(), func(f metav1.ManagedFieldsEntry) bool { return f.Manager == policyFieldManager }) {
+		return nil
+	}
+	uid := obj.GetUID()
+	if err := del(metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
+		return err
 	}
 	return nil
 }

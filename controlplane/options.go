@@ -14,6 +14,8 @@ import (
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
+	validatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
 	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
@@ -22,6 +24,7 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/admission/wellknownclaims"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 	"sigs.k8s.io/sample-generic-controlplane/features"
@@ -75,6 +78,7 @@ func NewOptions() *Options {
 	cp.SecureServing.ServerCert.CertDirectory = ""
 	cp.Authorization.Modes = []string{authzmodes.ModeRBAC}
 	cp.Etcd.StorageConfig.Transport.ServerList = nil
+	registerAdmissionPlugins(cp.Admission.GenericAdmission)
 	return &Options{
 		ControlPlane: cp,
 		DataDir:      DefaultDataDir(),
@@ -84,6 +88,21 @@ func NewOptions() *Options {
 		},
 		Controllers: manager.NewOptions(),
 	}
+}
+
+// registerAdmissionPlugins adds our API's admission plugins, on by
+// default, to upstream's. They validate only, and run before the admission
+// policies and webhooks, as upstream's built-in validating plugins do:
+// users' policies and webhooks never see a request ours refuse.
+func registerAdmissionPlugins(admission *genericoptions.AdmissionOptions) {
+	wellknownclaims.Register(admission.Plugins)
+	// Upstream's order is a package-level slice: insert into a copy.
+	order := slices.Clone(admission.RecommendedPluginOrder)
+	at := slices.Index(order, validatingadmissionpolicy.PluginName)
+	if at < 0 {
+		at = len(order)
+	}
+	admission.RecommendedPluginOrder = slices.Insert(order, at, wellknownclaims.PluginName)
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/sample-generic-controlplane, falling back

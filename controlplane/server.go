@@ -98,8 +98,8 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	if networkClaimsServed(s.config.APIs.ControlPlane.Generic.MergedResourceConfig) {
-		// Readiness waits for it: the well-known claims are protected
-		// before the server reports ready.
+		// Readiness waits for it: the roles that let components claim
+		// address space exist before the server reports ready.
 		if err := chain.GenericAPIServer.AddPostStartHook(networkingPolicyHook, ensureNetworkingPolicy); err != nil {
 			return err
 		}

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -209,19 +210,9 @@ func TestWellKnownClaimsAreForAdminsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("an editor cannot create an ordinary claim: %v", err)
 	}
-	// The admission plugin compiles new policies within about a second;
-	// on a cluster's very first start the policy is that new. Dry runs
-	// until it is enforced, then the real request.
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
-		_, err := editor.Create(ctx, newClaim("kube-apiserver", "10.96.0.0/12"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return err != nil, ignoreForbidden(err)
-	})
-	if err != nil {
-		t.Fatalf("the well-known-names policy is never enforced: %v", err)
-	}
 	_, err = editor.Create(ctx, newClaim("kube-apiserver", "10.96.0.0/12"), metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "cluster admins") {
-		t.Fatalf("an editor creates kube-apiserver: want Forbidden by the policy, got %v", err)
+		t.Fatalf("an editor creates kube-apiserver: want Forbidden by the WellKnownNetworkClaims admission plugin, got %v", err)
 	}
 	if _, err := versioned.NewForConfigOrDie(s.ClientConfig).NetworkingV1alpha1().NetworkClaims().Create(ctx, newClaim("kube-apiserver", "10.96.0.0/12"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("the admin creates kube-apiserver: %v", err)
@@ -238,6 +229,70 @@ func TestWellKnownClaimsAreForAdminsOnly(t *testing.T) {
 	}
 	if _, err := viewer.Create(ctx, newClaim("sneaky", "192.168.0.0/16"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("a viewer creates a claim: want Forbidden, got %v", err)
+	}
+}
+
+// TestWellKnownClaimsGuardedFromTheFirstRequest: the guard is compiled
+// in, so it holds the moment /readyz first passes, on a fresh data dir and
+// on a restart. Authorization allows everything here: only admission can
+// refuse the request.
+func TestWellKnownClaimsGuardedFromTheFirstRequest(t *testing.T) {
+	dataDir := t.TempDir()
+	for _, start := range []string{"first start", "restart"} {
+		s := cptesting.StartTestServer(t, cptesting.Options{DataDir: dataDir, Flags: []string{"--authorization-mode=AlwaysAllow"}})
+		cfg, err := s.ClientConfigFor("alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims := versioned.NewForConfigOrDie(cfg).NetworkingV1alpha1().NetworkClaims()
+		for _, name := range []string{"kube-apiserver", "kube-controller-manager"} {
+			_, err := claims.Create(t.Context(), newClaim(name, "10.96.0.0/12"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "cluster admins") {
+				t.Fatalf("%s: alice creates %s as soon as the server is ready: want Forbidden naming cluster admins, got %v", start, name, err)
+			}
+		}
+		if _, err := claims.Create(t.Context(), newClaim("alice", "10.96.0.0/12"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Fatalf("%s: alice creates her own claim: %v", start, err)
+		}
+		if err := s.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLegacyWellKnownPolicyRemoved: earlier versions guarded the
+// well-known claims with a ValidatingAdmissionPolicy they applied at every
+// start; a data dir that holds it loses it at the next start, since the
+// admission plugin guards the claims now.
+func TestLegacyWellKnownPolicyRemoved(t *testing.T) {
+	dataDir := t.TempDir()
+	s := cptesting.StartTestServer(t, cptesting.Options{DataDir: dataDir})
+	policies := kubernetes.NewForConfigOrDie(s.ClientConfig).AdmissionregistrationV1()
+	const name = "networkclaims-well-known-names"
+	// What an earlier version applied, trimmed to what the API requires.
+	apply := metav1.ApplyOptions{FieldManager: "sample-generic-controlplane", Force: true}
+	if _, err := policies.ValidatingAdmissionPolicies().Apply(t.Context(), admissionv1ac.ValidatingAdmissionPolicy(name).
+		WithSpec(admissionv1ac.ValidatingAdmissionPolicySpec().
+			WithMatchConstraints(admissionv1ac.MatchResources().WithResourceRules(admissionv1ac.NamedRuleWithOperations().
+				WithAPIGroups("networking.x-k8s.io").WithAPIVersions("*").WithResources("networkclaims").WithOperations(admissionregistrationv1.Create))).
+			WithValidations(admissionv1ac.Validation().WithExpression("'system:masters' in request.userInfo.groups"))), apply); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := policies.ValidatingAdmissionPolicyBindings().Apply(t.Context(), admissionv1ac.ValidatingAdmissionPolicyBinding(name).
+		WithSpec(admissionv1ac.ValidatingAdmissionPolicyBindingSpec().WithPolicyName(name).WithValidationActions(admissionregistrationv1.Deny)), apply); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = cptesting.StartTestServer(t, cptesting.Options{DataDir: dataDir})
+	policies = kubernetes.NewForConfigOrDie(s.ClientConfig).AdmissionregistrationV1()
+	if _, err := policies.ValidatingAdmissionPolicies().Get(t.Context(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("policy %s after a restart: want NotFound, got %v", name, err)
+	}
+	if _, err := policies.ValidatingAdmissionPolicyBindings().Get(t.Context(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("policy binding %s after a restart: want NotFound, got %v", name, err)
 	}
 }
 
