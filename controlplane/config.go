@@ -32,6 +32,7 @@ import (
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/resourcequota"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
+	"sigs.k8s.io/sample-generic-controlplane/features"
 )
 
 // Config is a control plane's configuration, before defaults derived from
@@ -137,7 +138,7 @@ func (c *Config) Complete() (CompletedConfig, error) {
 // many API servers share the storage.
 func newAPIsConfig(opts cpoptions.CompletedOptions, apiServerCount int) (*genericserver.Config, error) {
 	resources := controlplane.DefaultGenericAPIResourceConfigSource()
-	if utilfeature.DefaultFeatureGate.Enabled(KANA) {
+	if utilfeature.DefaultFeatureGate.Enabled(features.KANA) {
 		resources.EnableVersions(networkingv1alpha1.SchemeGroupVersion)
 	}
 	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
@@ -149,7 +150,7 @@ func newAPIsConfig(opts cpoptions.CompletedOptions, apiServerCount int) (*generi
 	if err != nil {
 		return nil, err
 	}
-	if !utilfeature.DefaultFeatureGate.Enabled(KANA) {
+	if !utilfeature.DefaultFeatureGate.Enabled(features.KANA) {
 		// Not even --runtime-config=api/all=true serves it with the gate
 		// off (enabling it by name is refused in validation).
 		genericConfig.MergedResourceConfig.DisableVersions(networkingv1alpha1.SchemeGroupVersion)

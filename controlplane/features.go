@@ -4,11 +4,7 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/install"
-	"sigs.k8s.io/sample-generic-controlplane/features"
 )
-
-// KANA turns the NetworkClaim registry on; see features.KANA.
-const KANA = features.KANA
 
 func init() {
 	// The generic apiserver encodes, decodes and stores through this scheme,

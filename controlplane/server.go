@@ -32,8 +32,10 @@ type Server struct {
 	url    string
 }
 
-// New wires a server from its configuration. It has no side effects: etcd
-// starts and the APIs are installed only in Run.
+// New wires a server from its configuration, with no side effects of its
+// own: the secure port is bound and the embedded etcd started already (by
+// NewConfig, as upstream's configuration needs a reachable etcd); the APIs
+// are installed and served only in Run.
 func (c CompletedConfig) New() (*Server, error) {
 	ss := c.Options.ControlPlane.SecureServing
 	host := "127.0.0.1"

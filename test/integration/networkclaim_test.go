@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
 	clientv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/allocation"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/features"
 )
 
 func newClaim(name string, prefixes ...string) *networkingv1alpha1.NetworkClaim {
@@ -161,7 +161,7 @@ func TestKANAGateOffServesNoNetworkingGroup(t *testing.T) {
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if !utilfeature.DefaultFeatureGate.Enabled(controlplane.KANA) {
+	if !utilfeature.DefaultFeatureGate.Enabled(features.KANA) {
 		t.Error("KANA stays off after the test server with --feature-gates=KANA=false stopped")
 	}
 }
@@ -173,7 +173,7 @@ func TestRuntimeConfigCannotEnableNetworkingWithKANAOff(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--feature-gates=KANA=true") {
 		t.Fatalf("start with KANA off and the group in --runtime-config: %v; want an error naming --feature-gates=KANA=true", err)
 	}
-	if !utilfeature.DefaultFeatureGate.Enabled(controlplane.KANA) {
+	if !utilfeature.DefaultFeatureGate.Enabled(features.KANA) {
 		t.Error("KANA stays off after the failed start")
 	}
 }
