@@ -69,6 +69,17 @@ func waitForUsed(t *testing.T, client kubernetes.Interface, ns, name, what strin
 	return time.Since(start)
 }
 
+// createQuota creates the quota q in ns.
+func createQuota(t *testing.T, client kubernetes.Interface, ns string, hard corev1.ResourceList) {
+	t.Helper()
+	if _, err := client.CoreV1().ResourceQuotas(ns).Create(t.Context(), &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating quota %s/q: %v", ns, err)
+	}
+}
+
 func usedIs(name corev1.ResourceName, want int) func(corev1.ResourceQuotaStatus) bool {
 	return func(s corev1.ResourceQuotaStatus) bool {
 		used, ok := s.Used[name]
@@ -145,12 +156,7 @@ func TestObjectCountQuotaNames(t *testing.T) {
 				present++ // the quota counts itself
 			}
 			limit := present + 2
-			if _, err := client.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{
-				ObjectMeta: metav1.ObjectMeta{Name: "q"},
-				Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{tc.name: *resource.NewQuantity(int64(limit), resource.DecimalSI)}},
-			}, metav1.CreateOptions{}); err != nil {
-				t.Fatalf("creating the quota: %v", err)
-			}
+			createQuota(t, client, ns, corev1.ResourceList{tc.name: *resource.NewQuantity(int64(limit), resource.DecimalSI)})
 			took := waitForUsed(t, client, ns, "q", fmt.Sprintf("used %s = %d", tc.name, present), usedIs(tc.name, present))
 			t.Logf("usage of %s calculated %s after the quota's creation", tc.name, took.Round(time.Millisecond))
 
@@ -206,12 +212,7 @@ func TestQuotaOnResourcesNotServed(t *testing.T) {
 	for _, name := range notServed {
 		hard[name] = resource.MustParse("0")
 	}
-	if _, err := client.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "q"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("a quota naming resources that are not served must be accepted: %v", err)
-	}
+	createQuota(t, client, ns, hard)
 	// The controller has synced it once status.hard is the spec and the
 	// one served resource has its usage.
 	waitForUsed(t, client, ns, "q", "status synced", func(s corev1.ResourceQuotaStatus) bool {
@@ -250,12 +251,7 @@ func TestQuotaChangeRecalculates(t *testing.T) {
 	client := kubernetes.NewForConfigOrDie(s.ClientConfig)
 	const ns = "quota-change"
 	quotaNamespace(t, client, ns)
-	if _, err := client.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "q"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"configmaps": resource.MustParse("1")}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createQuota(t, client, ns, corev1.ResourceList{"configmaps": resource.MustParse("1")})
 	waitForUsed(t, client, ns, "q", "configmaps counted", usedIs("configmaps", 1)) // kube-root-ca.crt
 	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("configmap over the limit of 1: want Forbidden, got %v", err)
@@ -303,7 +299,6 @@ func TestQuotaNameValidation(t *testing.T) {
 // them, as upstream).
 func TestEveryServedResourceIsCounted(t *testing.T) {
 	s := quotaServer(t)
-	ctx := t.Context()
 	client := kubernetes.NewForConfigOrDie(s.ClientConfig)
 	const ns = "quota-every"
 	quotaNamespace(t, client, ns)
@@ -330,12 +325,7 @@ func TestEveryServedResourceIsCounted(t *testing.T) {
 			t.Fatalf("discovery lists no %s among %v", name, hard)
 		}
 	}
-	if _, err := client.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "q"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createQuota(t, client, ns, hard)
 	waitForUsed(t, client, ns, "q", "usage for every served resource", func(s corev1.ResourceQuotaStatus) bool {
 		for name := range hard {
 			if _, ok := s.Used[name]; !ok {
