@@ -13,9 +13,11 @@ import (
 
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/rest"
 	cliflag "k8s.io/component-base/cli/flag"
+	basecompatibility "k8s.io/component-base/compatibility"
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
@@ -93,6 +95,15 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 		opts.StartTimeout = DefaultStartTimeout
 	}
 	o := controlplane.NewOptions()
+	// A registry of its own for each server, as upstream's kube-apiserver
+	// test server has: the process-wide one keeps the --feature-gates
+	// values it last parsed, and would apply them again to a server started
+	// without the flag. It sets the process-wide gate, as in the binary.
+	registry := basecompatibility.NewComponentGlobalsRegistry()
+	if err := registry.Register(basecompatibility.DefaultKubeComponent, compatibility.DefaultBuildEffectiveVersion(), utilfeature.DefaultMutableFeatureGate); err != nil {
+		return nil, err
+	}
+	o.ControlPlane.GenericServerRunOptions.ComponentGlobalsRegistry = registry
 	var fss cliflag.NamedFlagSets
 	o.AddFlags(&fss)
 	fs := pflag.NewFlagSet("test-server", pflag.ContinueOnError)
