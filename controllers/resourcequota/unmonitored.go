@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,9 +19,15 @@ import (
 	"k8s.io/client-go/tools/pager"
 )
 
-// objectCountPrefix starts the generic object-count quota names,
-// count/<resource>[.<group>].
-const objectCountPrefix = "count/"
+const (
+	// objectCountPrefix starts the generic object-count quota names,
+	// count/<resource>[.<group>].
+	objectCountPrefix = "count/"
+	// listTimeout bounds a live list: usage calculation takes no context
+	// that could end it, and a worker must not hang on a server that does
+	// not answer.
+	listTimeout = 10 * time.Second
+)
 
 // resourceMapper finds the served version of a resource; the manager's
 // discovery-backed REST mapper, which Reset refreshes.
@@ -155,11 +162,13 @@ func (e *unmonitoredEvaluator) servedVersion(gr schema.GroupResource) (schema.Gr
 // list lists the metadata of a resource's objects in a namespace, in
 // pages, straight from the API server.
 func (e *unmonitoredEvaluator) list(gvr schema.GroupVersionResource, namespace string) ([]runtime.Object, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
+	defer cancel()
 	var items []runtime.Object
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return e.client.Resource(gvr).Namespace(namespace).List(ctx, opts)
 	})
-	err := p.EachListItem(context.TODO(), metav1.ListOptions{}, func(obj runtime.Object) error {
+	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
 		items = append(items, obj)
 		return nil
 	})
