@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -12,6 +13,7 @@ import (
 	aggregatorapiserver "k8s.io/kube-aggregator/pkg/apiserver"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
+	corerest "k8s.io/kubernetes/pkg/registry/core/rest"
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
 
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
@@ -19,8 +21,8 @@ import (
 
 // createServerChain wires the servers as upstream's generic sample does
 // (apiextensions → generic native APIs → aggregator), with our storage
-// providers in place of some of upstream's.
-func createServerChain(config genericserver.CompletedConfig) (*aggregatorapiserver.APIAggregator, error) {
+// providers in place of some of upstream's, and creates kube-system.
+func createServerChain(ctx context.Context, config genericserver.CompletedConfig) (*aggregatorapiserver.APIAggregator, error) {
 	// 1. CRDs
 	notFoundHandler := notfoundhandler.New(config.ControlPlane.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey)
 	apiExtensionsServer, err := config.APIExtensions.New(genericapiserver.NewEmptyDelegateWithCustomHandler(notFoundHandler))
@@ -38,12 +40,15 @@ func createServerChain(config genericserver.CompletedConfig) (*aggregatorapiserv
 	if err != nil {
 		return nil, err
 	}
-	providers, err := storageProviders(config, client)
+	core, providers, err := storageProviders(config, client)
 	if err != nil {
 		return nil, err
 	}
 	if err := nativeAPIs.InstallAPIs(providers...); err != nil {
 		return nil, fmt.Errorf("installing APIs: %w", err)
+	}
+	if err := core.ensureSystemNamespace(ctx); err != nil {
+		return nil, err
 	}
 
 	// 3. Aggregator for APIServices, discovery and OpenAPI
@@ -69,18 +74,35 @@ func apiServicePriorities() map[schema.GroupVersion]controlplaneapiserver.APISer
 }
 
 // storageProviders are upstream's generic storage providers, with the RBAC
-// one given a bootstrap hook that does not sleep before its first attempt,
-// and ours.
-func storageProviders(config genericserver.CompletedConfig, client kubernetes.Interface) ([]controlplaneapiserver.RESTStorageProvider, error) {
+// one given a bootstrap hook that does not sleep before its first attempt
+// and the core one keeping its namespaces storage (returned too), and ours.
+func storageProviders(config genericserver.CompletedConfig, client kubernetes.Interface) (*coreStorage, []controlplaneapiserver.RESTStorageProvider, error) {
 	providers, err := config.ControlPlane.GenericStorageProviders(client.Discovery())
 	if err != nil {
-		return nil, fmt.Errorf("creating storage providers: %w", err)
+		return nil, nil, fmt.Errorf("creating storage providers: %w", err)
 	}
 	if providers, err = withFastRBACBootstrap(providers); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	core, err := withCoreStorage(providers)
+	if err != nil {
+		return nil, nil, err
 	}
 	// Served only when its versions are enabled (the KANA gate, --runtime-config).
-	return append(providers, networkingStorage{}), nil
+	return core, append(providers, networkingStorage{}), nil
+}
+
+// withCoreStorage puts a coreStorage in place of upstream's core provider
+// and returns it.
+func withCoreStorage(providers []controlplaneapiserver.RESTStorageProvider) (*coreStorage, error) {
+	for i, p := range providers {
+		if generic, ok := p.(*corerest.GenericConfig); ok {
+			core := &coreStorage{GenericConfig: generic}
+			providers[i] = core
+			return core, nil
+		}
+	}
+	return nil, fmt.Errorf("no %T among upstream's storage providers to create kube-system with", &corerest.GenericConfig{})
 }
 
 // withFastRBACBootstrap puts rbacStorage in place of upstream's RBAC

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
+	corerest "k8s.io/kubernetes/pkg/registry/core/rest"
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
 )
 
@@ -17,5 +18,19 @@ func TestWithFastRBACBootstrap(t *testing.T) {
 	}
 	if _, err := withFastRBACBootstrap([]controlplaneapiserver.RESTStorageProvider{networkingStorage{}}); err == nil {
 		t.Error("no RBAC provider: no error")
+	}
+}
+
+func TestWithCoreStorage(t *testing.T) {
+	providers := []controlplaneapiserver.RESTStorageProvider{&corerest.GenericConfig{}, networkingStorage{}}
+	core, err := withCoreStorage(providers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if providers[0] != core {
+		t.Errorf("the core provider is %T, want the coreStorage returned", providers[0])
+	}
+	if _, err := withCoreStorage([]controlplaneapiserver.RESTStorageProvider{networkingStorage{}}); err == nil {
+		t.Error("no core provider: no error")
 	}
 }

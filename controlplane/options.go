@@ -18,6 +18,7 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/metrics"
 	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
 	authzmodes "k8s.io/kubernetes/pkg/kubeapiserver/authorizer/modes"
@@ -157,6 +158,9 @@ func (o *Options) validate() error {
 	if err := o.Controllers.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	// Validated here: complete applies them and leaves them out of the
+	// completed options (see applyMetrics).
+	errs = append(errs, o.ControlPlane.Metrics.Validate()...)
 	if !utilfeature.DefaultFeatureGate.Enabled(features.KANA) {
 		for key, value := range o.ControlPlane.APIEnablement.RuntimeConfig {
 			if strings.HasPrefix(key, networking.GroupName+"/") && value != "false" {
@@ -342,8 +346,30 @@ func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 	if err != nil {
 		return err
 	}
+	applyMetrics(completed.Metrics)
+	completed.Metrics = nil
 	c.ControlPlane = completed
 	return nil
+}
+
+// applyMetrics applies the metrics flags as upstream's Options.Apply does,
+// which BuildGenericConfig would call, but without a label allow-list when
+// neither --allow-metric-labels nor --allow-metric-labels-manifest is set:
+// upstream then applies an empty manifest and logs "The manifest file is
+// empty, ignoring." as an error at every start. Either way no allow-list
+// is in force.
+func applyMetrics(o *metrics.Options) {
+	if o == nil {
+		return
+	}
+	if o.AllowListMapping != nil || o.AllowListMappingManifest != "" {
+		o.Apply()
+		return
+	}
+	if o.ShowHiddenMetricsForVersion != "" {
+		metrics.SetShowHidden()
+	}
+	metrics.SetDisabledMetrics(o.DisabledMetrics)
 }
 
 // copyForCompletion copies the upstream options and every part of them that

@@ -95,7 +95,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("writing admin kubeconfig: %w", err)
 	}
 
-	chain, err := createServerChain(s.config.APIs)
+	chain, err := createServerChain(ctx, s.config.APIs)
 	if err != nil {
 		return err
 	}

@@ -13,11 +13,14 @@ import (
 )
 
 // KANA turns the NetworkClaim registry on: the networking.x-k8s.io API and
-// its allocation controller. Alpha, and on by default in this binary.
+// its allocation controller. Beta, so on by default: in Kubernetes' scheme
+// an alpha gate is off by default (k8s.io/kubernetes/pkg/features tests
+// that), and the compatibility registry warns at every start about an
+// alpha gate that is on. The API itself is still v1alpha1.
 const KANA featuregate.Feature = "KANA"
 
 func init() {
 	utilruntime.Must(utilfeature.DefaultMutableFeatureGate.AddVersioned(map[featuregate.Feature]featuregate.VersionedSpecs{
-		KANA: {{Version: utilversion.MustParse("1.36"), Default: true, PreRelease: featuregate.Alpha}},
+		KANA: {{Version: utilversion.MustParse("1.36"), Default: true, PreRelease: featuregate.Beta}},
 	}))
 }

@@ -203,7 +203,7 @@ func (c *Controller) restore(ctx context.Context) {
 	allocated, waiting := c.ledger.counts()
 	c.mu.Unlock()
 
-	klog.FromContext(ctx).Info("Rebuilt the ledger from status", "claims", len(claims), "allocated", allocated, "waiting", waiting, "newDecisions", len(changes), "duration", time.Since(start))
+	klog.FromContext(ctx).V(2).Info("Rebuilt the ledger from status", "claims", len(claims), "allocated", allocated, "waiting", waiting, "newDecisions", len(changes), "duration", time.Since(start))
 	c.report(ctx, changes, nil)
 	setRecordCounts(allocated, waiting)
 	for _, claim := range claims {

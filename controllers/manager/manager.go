@@ -449,7 +449,7 @@ func runControllers(ctx context.Context, o *Options, id string, rootConfig *rest
 		}
 		runs = append(runs, namedRun{entry.name, run})
 		health.set(entry.name, nil)
-		logger.Info("Controller started", "controller", entry.name)
+		logger.V(2).Info("Controller started", "controller", entry.name)
 	}
 	c.InformerFactory.Start(ctx.Done())
 	defer c.InformerFactory.Shutdown()

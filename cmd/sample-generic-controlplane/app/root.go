@@ -20,6 +20,7 @@ import (
 	"k8s.io/component-base/version/verflag"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/logging"
 )
 
 func init() {
@@ -58,9 +59,11 @@ an admin kubeconfig that it prints when ready.`,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			verflag.PrintAndExitIfRequested()
-			if err := logsapi.ValidateAndApply(opts.ControlPlane.Logs, utilfeature.DefaultFeatureGate); err != nil {
+			flushLogs, err := logging.ValidateAndApply(opts.ControlPlane.Logs, utilfeature.DefaultFeatureGate)
+			if err != nil {
 				return err
 			}
+			defer flushLogs()
 			cliflag.PrintFlags(cmd.Flags())
 			return run(cmd.Context(), opts, cmd.OutOrStdout())
 		},

@@ -1,0 +1,54 @@
+package logging
+
+import (
+	"runtime"
+	"strings"
+)
+
+// ownModule is the module whose informational messages are shown at the
+// default verbosity: this control plane's own.
+const ownModule = "sigs.k8s.io/sample-generic-controlplane/"
+
+// loggingPackages write log entries on behalf of their callers: klog, logr
+// and the loggers behind them, and this package. The first function on the
+// stack outside them is the one that logs.
+var loggingPackages = []string{
+	"k8s.io/klog/",
+	"github.com/go-logr/",
+	"go.uber.org/zap",
+	"k8s.io/component-base/logs/",
+	"log/slog.",
+	"io.",
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/logging.",
+}
+
+// maxLoggingDepth bounds the walk: klog's and logr's own frames between the
+// caller and the writer are fewer than a dozen.
+const maxLoggingDepth = 32
+
+// callerIsOwn reports whether the function that logs what is being written
+// (to an io.Writer of the logger, synchronously, as klog's text and JSON
+// loggers write) belongs to ownModule. It answers true when it cannot
+// tell, so that nothing is left out by mistake.
+func callerIsOwn() bool {
+	var pcs [maxLoggingDepth]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
+	for {
+		frame, more := frames.Next()
+		if frame.Function != "" && !isLoggingFunction(frame.Function) {
+			return strings.HasPrefix(frame.Function, ownModule)
+		}
+		if !more {
+			return true
+		}
+	}
+}
+
+func isLoggingFunction(function string) bool {
+	for _, prefix := range loggingPackages {
+		if strings.HasPrefix(function, prefix) {
+			return true
+		}
+	}
+	return false
+}

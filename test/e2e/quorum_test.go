@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	// quorumLossWindow is how long the test watches the log while etcd has
+	// no quorum. On code that logs every failed watch it fills with tens of
+	// thousands of lines within seconds.
+	quorumLossWindow = 15 * time.Second
+	// maxLinesPerCall is how often one call may log in a period of the
+	// repeat limit: its first entry, then the count at the period's end.
+	maxLinesPerCall = 2
+	// maxQuorumLossLines bounds all of the log's lines in the window.
+	maxQuorumLossLines = 100
+)
+
+var (
+	// klogLocation is the file:line of a warning or error line of klog's
+	// text format.
+	klogLocation = regexp.MustCompile(`^[WE]\d{4} [\d:.]+\s+\d+ (\S+:\d+)\] `)
+	// watchErrorsCounted is the count of the API server's failed watches.
+	watchErrorsCounted = regexp.MustCompile(`watcher\.go:\d+\] message repeated (\d+) times in the last \S+: \[ watch chan error`)
+)
+
+// While etcd has lost quorum, every watch of the API server's watch cache
+// fails as soon as it is made again. The control plane's log stays bounded
+// (each failing call writes its first error, then counts), /readyz fails,
+// and once quorum is back the control plane recovers by itself.
+func TestQuorumLossLogIsBoundedAndRecovers(t *testing.T) {
+	members := startEtcdCluster(t, 3)
+	var servers []string
+	for _, m := range members {
+		servers = append(servers, m.clientURL())
+	}
+	c := startCluster(t, Spec{Flags: []string{"--etcd-servers=" + strings.Join(servers, ",")}})
+	before := len(logLines(readFile(t, c.StderrPath)))
+
+	members[1].stop()
+	members[2].stop()
+	waitForReadyz(t, c, false)
+	// The window is the measurement, not a wait for a condition.
+	select {
+	case <-time.After(quorumLossWindow):
+	case <-t.Context().Done():
+		return
+	}
+	lines := logLines(readFile(t, c.StderrPath))[before:]
+
+	// Lines that start with '{' come from the etcd client's own logger
+	// ("retrying of unary invoker failed"), which k8s.io/apiserver creates
+	// at init and points at stderr itself; no filter of ours sees them.
+	var klogLines []string
+	perCall := map[string]int{}
+	for _, line := range lines {
+		if strings.HasPrefix(line, "{") {
+			continue
+		}
+		klogLines = append(klogLines, line)
+		if m := klogLocation.FindStringSubmatch(line); m != nil {
+			perCall[m[1]]++
+		}
+	}
+	for location, n := range perCall {
+		if n > maxLinesPerCall {
+			t.Errorf("while etcd had no quorum, %s logged %d warnings or errors in %s, want at most %d", location, n, quorumLossWindow, maxLinesPerCall)
+		}
+	}
+	if len(klogLines) > maxQuorumLossLines {
+		t.Errorf("while etcd had no quorum, the control plane logged %d lines in %s (and the etcd client %d), want at most %d; the first ones:\n%s",
+			len(klogLines), quorumLossWindow, len(lines)-len(klogLines), maxQuorumLossLines, strings.Join(klogLines[:min(len(klogLines), logTailLines)], "\n"))
+	}
+
+	members[1].start(t)
+	members[2].start(t)
+	waitForReadyz(t, c, true)
+	kubectl(t, c, "create", "configmap", "after-quorum-loss", "--namespace=default")
+
+	// Stopping writes the counts held so far: proof that the watches
+	// failed over and over, and were counted rather than written.
+	if err := provider.Stop(t.Context(), c); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	m := watchErrorsCounted.FindStringSubmatch(readFile(t, c.StderrPath))
+	if m == nil {
+		t.Fatalf("the log (%s) has no count of failed watches (%s)", c.StderrPath, watchErrorsCounted)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 100 {
+		t.Errorf("the API server's watches failed %d times while etcd had no quorum, want many: did etcd lose quorum?", n)
+	}
+}
+
+// waitForReadyz waits until /readyz answers 200 (ready) or anything else
+// (!ready); it gives the control plane a minute.
+func waitForReadyz(t *testing.T, c *Cluster, ready bool) {
+	t.Helper()
+	const timeout = time.Minute
+	deadline := time.Now().Add(timeout)
+	for {
+		res := runKubectl(t, c, "", "get", "--raw=/readyz", "--request-timeout=5s")
+		if (res.ExitCode == 0) == ready {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still answers %q (exit code %d, %s) %s later, want ready=%v", res.Stdout, res.ExitCode, strings.TrimSpace(res.Stderr), timeout, ready)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
