@@ -66,8 +66,10 @@ func NewConfig(ctx context.Context, opts CompletedOptions) (*Config, error) {
 			return nil, fmt.Errorf("--secure-port %d on --bind-address %s: %w", ss.BindPort, ss.BindAddress, err)
 		}
 		ss.Listener, ss.BindPort = listener, port
-		opts.addCleanup(func() { listener.Close() }) //nolint:errcheck // closed twice after serving
 	}
+	listener := newServingListener(ss.Listener)
+	ss.Listener = listener
+	opts.addCleanup(listener.release)
 
 	logger := klog.FromContext(ctx)
 	var etcd *embeddedetcd.Server
