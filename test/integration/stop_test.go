@@ -114,3 +114,31 @@ func waitControllersRun(t *testing.T, s *cptesting.TestServer) {
 		t.Fatalf("controllers not running: %v", err)
 	}
 }
+
+// A stop with a watch open (kubectl get -w, an informer) ends the watch and
+// takes about as long as one without, not until the HTTP server's shutdown
+// gives up on the connection.
+func TestStopEndsWatches(t *testing.T) {
+	s := cptesting.StartTestServer(t, cptesting.Options{})
+	w, err := kubernetes.NewForConfigOrDie(s.ClientConfig).CoreV1().ConfigMaps("default").Watch(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	start := time.Now()
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("stopping with a watch open took %s", took.Round(time.Millisecond))
+	}
+	select {
+	case _, open := <-w.ResultChan():
+		if open {
+			t.Error("the watch got an event instead of its end")
+		}
+	case <-time.After(time.Second):
+		t.Error("the watch is still open after the server stopped")
+	}
+}
