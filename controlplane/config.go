@@ -71,8 +71,10 @@ func NewConfig(ctx context.Context, opts CompletedOptions) (*Config, error) {
 			return nil, fmt.Errorf("--secure-port %d on --bind-address %s: %w", ss.BindPort, ss.BindAddress, err)
 		}
 		ss.Listener, ss.BindPort = listener, port
-		opts.addCleanup(func() { listener.Close() }) //nolint:errcheck // closed twice after serving
 	}
+	listener := newServingListener(ss.Listener)
+	ss.Listener = listener
+	opts.addCleanup(listener.release)
 
 	logger := klog.FromContext(ctx)
 	var etcd *embeddedetcd.Server
@@ -149,6 +151,17 @@ func newAPIsConfig(opts cpoptions.CompletedOptions, apiServerCount int) (*generi
 	)
 	if err != nil {
 		return nil, err
+	}
+	// Upstream names the API server after its host alone, so replicas on
+	// one host would share an identity and fight over its Lease. Set ours
+	// before anything that keeps it is configured: the identity Lease, the
+	// peer proxy and admission read it from here on. What BuildGenericConfig
+	// gave the host's ID to only labels metrics (authentication,
+	// authorization and encryption config) and traces.
+	if genericConfig.APIServerID != "" { // the APIServerIdentity gate is on
+		if genericConfig.APIServerID, err = apiServerID(opts.SecureServing.Listener.Addr()); err != nil {
+			return nil, err
+		}
 	}
 	if !utilfeature.DefaultFeatureGate.Enabled(features.KANA) {
 		// Not even --runtime-config=api/all=true serves it with the gate

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -79,6 +80,10 @@ func NewOptions() *Options {
 	cp.SecureServing.ServerCert.CertDirectory = ""
 	cp.Authorization.Modes = []string{authzmodes.ModeRBAC}
 	cp.Etcd.StorageConfig.Transport.ServerList = nil
+	// A stop ends watches, gracefully, within this time. With upstream's 0
+	// it leaves them open, and the HTTP server's shutdown waits for them
+	// until it times out.
+	cp.GenericServerRunOptions.ShutdownWatchTerminationGracePeriod = 2 * time.Second
 	registerAdmissionPlugins(cp.Admission.GenericAdmission)
 	return &Options{
 		ControlPlane: cp,

@@ -70,9 +70,10 @@ func (s *Server) AdminRESTConfig() (*rest.Config, error) {
 }
 
 // Run writes the admin kubeconfig, serves the APIs and blocks until ctx is
-// done. On the way out the API server drains in-flight requests first, then
-// the embedded etcd closes, then the data dir is unlocked, so the next start
-// finds a clean member.
+// done. On the way out the controllers stop, then the API server drains
+// in-flight requests, then the embedded etcd closes, then the data dir is
+// unlocked, so the next start finds a clean member. Each wait is bounded
+// (see stop.go): Run returns in time whatever etcd's state.
 func (s *Server) Run(ctx context.Context) error {
 	opts := s.config.Options
 	defer opts.Release()
@@ -117,10 +118,10 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("preparing the API servers: %w", err)
 	}
+	// Upstream gives the HTTP server's shutdown --request-timeout (60 s).
+	chain.GenericAPIServer.ShutdownTimeout = httpShutdownTimeout
 	go s.signalReady(ctx)
 
-	// Controllers stop before the API server drains, so that they finish
-	// their requests and release their Lease while it still serves.
 	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAPI()
 	controllersDone := make(chan struct{})
@@ -128,13 +129,22 @@ func (s *Server) Run(ctx context.Context) error {
 		defer close(controllersDone)
 		s.runControllers(ctx, health)
 	}()
-	go func() {
-		<-ctx.Done()
-		<-controllersDone
-		stopAPI()
-	}()
+	apiDone := make(chan error, 1)
+	go func() { apiDone <- prepared.Run(apiCtx) }()
 
-	runErr := prepared.Run(apiCtx)
+	var runErr error
+	select {
+	case runErr = <-apiDone:
+	case <-ctx.Done():
+		logger := klog.FromContext(ctx)
+		// Controllers stop before the API server drains, so that they
+		// finish their requests and release their Lease while it still
+		// serves; the manager gives them --controller-shutdown-timeout.
+		<-controllersDone
+		logger.V(1).Info("Controllers stopped; stopping the API servers")
+		stopAPI()
+		runErr = awaitAPIStopped(logger, apiDone, chain.GenericAPIServer)
+	}
 	klog.FromContext(ctx).V(1).Info("API servers stopped; stopping storage")
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
@@ -160,7 +170,7 @@ func (s *Server) runControllers(ctx context.Context, health *manager.Health) {
 	config.Impersonate = rest.ImpersonationConfig{UserName: user.KubeControllerManager}
 	config.UserAgent = "sample-generic-controlplane/controllers"
 	if err := manager.Run(ctx, s.config.Options.Controllers, config, health); err != nil {
-		logger.Error(err, "Controllers failed")
+		logger.Error(err, "Controllers ended with an error")
 	}
 }
 

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -16,9 +17,12 @@ import (
 )
 
 func main() {
-	// The first SIGTERM or SIGINT drains and stops the control plane; a
-	// second one exits at once.
+	// The first SIGTERM or SIGINT stops the control plane, within bounds
+	// (controlplane.Server.Run); a second one exits at once.
 	ctx := genericapiserver.SetupSignalContext()
+	context.AfterFunc(ctx, func() {
+		klog.Background().Info("Stopping; send SIGTERM or SIGINT again to exit at once")
+	})
 	if err := app.NewCommand().ExecuteContext(ctx); err != nil {
 		klog.Flush()
 		// One line a person can act on: no stack, no log decoration.

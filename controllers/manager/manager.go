@@ -83,6 +83,9 @@ type Options struct {
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
+	// ControllerShutdownTimeout bounds how long Run takes to return once
+	// its context is done; zero waits as long as the controllers take.
+	ControllerShutdownTimeout time.Duration
 }
 
 // NewOptions returns kube-controller-manager's defaults.
@@ -102,6 +105,10 @@ func NewOptions() *Options {
 		LeaseDuration:           15 * time.Second,
 		RenewDeadline:           10 * time.Second,
 		RetryPeriod:             2 * time.Second,
+		// kube-controller-manager waits 10 s; the all-in-one control
+		// plane stops its API server after the controllers, and the whole
+		// stop must stay within 15 s.
+		ControllerShutdownTimeout: 5 * time.Second,
 	}
 }
 
@@ -197,6 +204,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a non-leader waits after the last renewal before taking over.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before it gives up leadership.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often acquisition and renewal are tried.")
+	fs.DurationVar(&o.ControllerShutdownTimeout, "controller-shutdown-timeout", o.ControllerShutdownTimeout, "How long a stop waits for the controllers to return and the leader to release its Lease; a controller still running then is left behind, and so is the Lease, which expires. 0 waits as long as they take.")
 }
 
 // Validate names the flag and what to write instead.
@@ -219,6 +227,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ResourceQuotaSyncPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--resource-quota-sync-period must be positive, got %s; write e.g. --resource-quota-sync-period=5m", o.ResourceQuotaSyncPeriod))
+	}
+	if o.ControllerShutdownTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--controller-shutdown-timeout must not be negative, got %s; write e.g. --controller-shutdown-timeout=5s", o.ControllerShutdownTimeout))
 	}
 	if o.ClusterSigningDuration < time.Hour {
 		errs = append(errs, fmt.Errorf("--cluster-signing-duration must be at least 1h, got %s", o.ClusterSigningDuration))
@@ -279,7 +290,38 @@ func canonicalControllers(controllers []string) []string {
 // (system:kube-controller-manager): it runs the shared informers and mints
 // each controller's service-account credentials, nothing else.
 // health, if not nil, receives the state of each controller.
+//
+// Once ctx is done, Run returns within o.ControllerShutdownTimeout, as
+// kube-controller-manager's RunControllers does: by then the controllers have
+// returned and the leader has released its Lease, or Run leaves them behind.
+// A controller can be stuck where ctx does not reach, e.g. minting its
+// credentials in a request that an etcd without quorum never answers. The
+// Lease is released only once the controllers have returned; until then
+// this replica holds it (renewing it while it can), so no other replica's
+// controllers start while this one's may still write.
 func Run(ctx context.Context, o *Options, rootConfig *rest.Config, health *Health) error {
+	pending := &pendingWork{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, o, rootConfig, health, pending) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	if o.ControllerShutdownTimeout == 0 {
+		return <-done
+	}
+	timer := time.NewTimer(o.ControllerShutdownTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		return fmt.Errorf("still stopping %s after the stop began (--controller-shutdown-timeout); left behind: %s", o.ControllerShutdownTimeout, strings.Join(pending.list(), ", "))
+	}
+}
+
+func run(ctx context.Context, o *Options, rootConfig *rest.Config, health *Health, pending *pendingWork) error {
 	logger := klog.FromContext(ctx)
 	if !slices.ContainsFunc(registry, o.runs) {
 		// Leading with nothing to run would keep the Lease from a
@@ -297,7 +339,7 @@ func Run(ctx context.Context, o *Options, rootConfig *rest.Config, health *Healt
 	hostname, _ := os.Hostname()
 	id := hostname + "_" + string(uuid.NewUUID())
 	if !o.LeaderElect {
-		return runControllers(ctx, o, id, rootConfig, rootClient, health)
+		return runControllers(ctx, o, id, rootConfig, rootClient, health, pending)
 	}
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: identityNamespace, Name: LeaseName},
@@ -309,8 +351,10 @@ func Run(ctx context.Context, o *Options, rootConfig *rest.Config, health *Healt
 	// instead of living on without controllers.
 	for {
 		campaign(ctx, o, lock, id, func(ctx context.Context) error {
-			return runControllers(ctx, o, id, rootConfig, rootClient, health)
+			defer pending.add(leaseRelease) // campaign releases it next
+			return runControllers(ctx, o, id, rootConfig, rootClient, health, pending)
 		})
+		pending.remove(leaseRelease)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -373,6 +417,38 @@ func campaign(ctx context.Context, o *Options, lock resourcelock.Interface, id s
 	term.end()
 }
 
+// leaseRelease is what pendingWork calls the release of the Lease.
+const leaseRelease = "the release of Lease kube-system/" + LeaseName
+
+// pendingWork names what a stop still waits for: the controllers that have
+// not returned or not finished starting, and the release of the Lease.
+type pendingWork struct {
+	mu    sync.Mutex
+	names sets.Set[string]
+}
+
+func (p *pendingWork) add(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.names == nil {
+		p.names = sets.New[string]()
+	}
+	p.names.Insert(name)
+}
+
+func (p *pendingWork) remove(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.names.Delete(name)
+}
+
+// list returns the names in order.
+func (p *pendingWork) list() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return sets.List(p.names)
+}
+
 // leadershipTerm hands the controllers of one term from client-go's
 // leader-election goroutine to Run, which waits for them to stop.
 type leadershipTerm struct {
@@ -411,7 +487,7 @@ func (t *leadershipTerm) end() {
 	}
 }
 
-func runControllers(ctx context.Context, o *Options, id string, rootConfig *rest.Config, rootClient kubernetes.Interface, health *Health) error {
+func runControllers(ctx context.Context, o *Options, id string, rootConfig *rest.Config, rootClient kubernetes.Interface, health *Health, pending *pendingWork) error {
 	logger := klog.FromContext(ctx)
 	c, metadataInformers, err := newContext(ctx, o, id, rootConfig, rootClient)
 	if err != nil {
@@ -429,6 +505,11 @@ func runControllers(ctx context.Context, o *Options, id string, rootConfig *rest
 	}
 	var runs []namedRun
 	for _, entry := range registry {
+		if ctx.Err() != nil {
+			// Stopped while starting (a start can wait long on an API
+			// server whose etcd does not answer): start no more.
+			return nil
+		}
 		if gate, off := entry.gatedOff(); off {
 			logger.Info("Controller disabled by a feature gate", "controller", entry.name, "featureGate", gate)
 			continue
@@ -437,7 +518,10 @@ func runControllers(ctx context.Context, o *Options, id string, rootConfig *rest
 			logger.Info("Controller disabled", "controller", entry.name)
 			continue
 		}
+		starting := entry.name + " (starting)"
+		pending.add(starting)
 		run, err := entry.build(ctx, c, o)
+		pending.remove(starting)
 		if err != nil {
 			// One broken controller must not stop the others.
 			logger.Error(err, "Controller cannot start", "controller", entry.name)
@@ -459,7 +543,9 @@ func runControllers(ctx context.Context, o *Options, id string, rootConfig *rest
 
 	var wg sync.WaitGroup
 	for _, r := range runs {
+		pending.add(r.name)
 		wg.Go(func() {
+			defer pending.remove(r.name)
 			r.run(ctx)
 			if ctx.Err() == nil {
 				health.failed(r.name, "stopped", errors.New("the controller returned while the manager runs"))

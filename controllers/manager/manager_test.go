@@ -1,10 +1,18 @@
 package manager
 
 import (
+	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
+
+	"sigs.k8s.io/sample-generic-controlplane/controllers/serviceaccount"
 )
 
 func TestEnabled(t *testing.T) {
@@ -48,6 +56,8 @@ func TestValidate(t *testing.T) {
 		{"renew deadline beyond lease", func(o *Options) { o.RenewDeadline = o.LeaseDuration }, "--leader-elect-renew-deadline"},
 		{"retry period too close to renew deadline", func(o *Options) { o.RetryPeriod = 9 * time.Second }, "must exceed 1.2"},
 		{"timings ignored without election", func(o *Options) { o.LeaderElect = false; o.RenewDeadline = o.LeaseDuration }, ""},
+		{"no shutdown timeout", func(o *Options) { o.ControllerShutdownTimeout = 0 }, ""},
+		{"negative shutdown timeout", func(o *Options) { o.ControllerShutdownTimeout = -time.Second }, "--controller-shutdown-timeout must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewOptions()
@@ -83,5 +93,52 @@ func TestHealthReportsFailedControllers(t *testing.T) {
 	}
 	if err := checks["controller-serviceaccount"](); err != nil {
 		t.Fatalf("another controller's failure leaked: %v", err)
+	}
+}
+
+// A controller stuck where ctx does not reach (minting its credentials:
+// upstream's client builder cannot be cancelled) in a request that gets no
+// answer, as from an API server whose etcd lost quorum, holds up the stop
+// no longer than --controller-shutdown-timeout, and is named.
+func TestRunReturnsWithinShutdownTimeout(t *testing.T) {
+	received := make(chan struct{})
+	var once sync.Once
+	answer := make(chan struct{})
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		once.Do(func() { close(received) })
+		<-answer
+		http.Error(w, "etcd lost quorum", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(server.Close)
+	t.Cleanup(func() { close(answer) }) // before server.Close, which waits for the handlers
+
+	o := NewOptions()
+	o.LeaderElect = false
+	o.Controllers = []string{serviceaccount.Name}
+	o.ControllerShutdownTimeout = 300 * time.Millisecond
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, o, &rest.Config{Host: server.URL}, nil) }()
+	select {
+	case <-received:
+	case err := <-done:
+		t.Fatalf("Run returned before it was stopped: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the controller never asked the API server")
+	}
+
+	cancel()
+	start := time.Now()
+	select {
+	case err := <-done:
+		if took := time.Since(start); took < o.ControllerShutdownTimeout {
+			t.Errorf("Run returned after %s, before the timeout, with the controller still stuck", took)
+		}
+		if err == nil || !strings.Contains(err.Error(), serviceaccount.Name) {
+			t.Errorf("error %v, want one that names %s", err, serviceaccount.Name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Run still running 10s after the stop, with --controller-shutdown-timeout=%s", o.ControllerShutdownTimeout)
 	}
 }

@@ -16,6 +16,9 @@ import (
 // with Info). At the default level, warn, a repair would go unseen.
 var etcdInfoLogs = []string{"--embedded-etcd-log-level=info"}
 
+// stoppingLine is what the binary logs on the first SIGTERM or SIGINT.
+const stoppingLine = "Stopping; send SIGTERM or SIGINT again to exit at once"
+
 // recoverySignals are what, case-insensitively, etcd's log lines about
 // repairing or recovering from an unclean shutdown contain.
 var recoverySignals = []string{"repair", "recovering", "unclean", "torn"}
@@ -49,10 +52,14 @@ func recoveryMessages(c *Cluster, log string) []string {
 func TestRestartKeepsObjectsAndNeedsNoRepair(t *testing.T) {
 	c := startCluster(t, Spec{Flags: etcdInfoLogs})
 	kubectl(t, c, "create", "configmap", "survivor", "-n", "default", "--from-literal=color=blue")
-	port := c.Port
+	port, firstStderr := c.Port, c.StderrPath
 
 	if err := provider.Restart(t.Context(), c); err != nil {
 		t.Fatalf("restart: %v", err)
+	}
+	// The signal is acknowledged once, with the way to exit at once.
+	if n := strings.Count(readFile(t, firstStderr), stoppingLine); n != 1 {
+		t.Errorf("the stopped run's stderr (%s) has %d lines %q, want 1", firstStderr, n, stoppingLine)
 	}
 	if c.Port != port {
 		t.Errorf("restarted on port %d, want %d", c.Port, port)

@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -17,29 +15,13 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controllers/allocation"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
-	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
 
 // Two replicas on one etcd: one leads and runs the controllers; when it
 // stops, the other takes over and its controllers do the work.
 func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
-	socketDir, err := os.MkdirTemp("", "etcd-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(socketDir) }) //nolint:errcheck
-	socket := filepath.Join(socketDir, "etcd.sock")
-	etcd, err := embeddedetcd.Start(embeddedetcd.Config{DataDir: t.TempDir(), SocketPath: socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close) // after the servers, which are cleaned up first
-	if err := etcd.WaitReady(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-
 	const retryPeriod = 250 * time.Millisecond
-	flags := []string{"--etcd-servers=unix://" + socket,
+	flags := []string{"--etcd-servers=unix://" + startEtcd(t),
 		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=" + retryPeriod.String()}
 	first := cptesting.StartTestServer(t, cptesting.Options{Flags: flags})
 	leader := waitForLeader(t, first, "")
@@ -47,7 +29,7 @@ func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 	// The second replica is up; while it tries to acquire the lease, four
 	// times over, the first still leads and leadership never changes hands.
 	leases := kubernetes.NewForConfigOrDie(second.ClientConfig).CoordinationV1().Leases("kube-system")
-	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 4*retryPeriod, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 4*retryPeriod, true, func(context.Context) (bool, error) {
 		lease, err := leases.Get(t.Context(), manager.LeaseName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
