@@ -5,9 +5,13 @@ import (
 	"strings"
 )
 
-// ownModule is the module whose informational messages are shown at the
-// default verbosity: this control plane's own.
-const ownModule = "sigs.k8s.io/sample-generic-controlplane/"
+// ownCode are the packages whose informational messages are shown at the
+// default verbosity: this control plane's own module, and the program's
+// main package (ours, or that of a program embedding the control plane).
+var ownCode = []string{
+	"sigs.k8s.io/sample-generic-controlplane/",
+	"main.",
+}
 
 // loggingPackages write log entries on behalf of their callers: klog, logr
 // and the loggers behind them, and this package. The first function on the
@@ -28,7 +32,7 @@ const maxLoggingDepth = 32
 
 // callerIsOwn reports whether the function that logs what is being written
 // (to an io.Writer of the logger, synchronously, as klog's text and JSON
-// loggers write) belongs to ownModule. It answers true when it cannot
+// loggers write) belongs to ownCode. It answers true when it cannot
 // tell, so that nothing is left out by mistake.
 func callerIsOwn() bool {
 	var pcs [maxLoggingDepth]uintptr
@@ -36,12 +40,21 @@ func callerIsOwn() bool {
 	for {
 		frame, more := frames.Next()
 		if frame.Function != "" && !isLoggingFunction(frame.Function) {
-			return strings.HasPrefix(frame.Function, ownModule)
+			return isOwnFunction(frame.Function)
 		}
 		if !more {
 			return true
 		}
 	}
+}
+
+func isOwnFunction(function string) bool {
+	for _, prefix := range ownCode {
+		if strings.HasPrefix(function, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func isLoggingFunction(function string) bool {

@@ -214,3 +214,21 @@ func TestFilterBoundsAStorm(t *testing.T) {
 		t.Errorf("output:\n%s\nwant:\n%s", out.String(), want)
 	}
 }
+
+// The program's main package is its own code: the binary logs from there
+// (the line that says it is stopping), and so may a program that embeds
+// the control plane.
+func TestOwnFunctions(t *testing.T) {
+	for function, own := range map[string]bool{
+		"main.main.func1": true,
+		"sigs.k8s.io/sample-generic-controlplane/controllers/manager.Run":    true,
+		"k8s.io/client-go/tools/cache.WaitForNamedCacheSync":                 false,
+		"k8s.io/apiserver/pkg/server.(*GenericAPIServer).PrepareRun":         false,
+		"mainframe.example.com/pkg.F":                                        false,
+		"sigs.k8s.io/sample-generic-controlplane-fork/controlplane.(*S).Run": false,
+	} {
+		if got := isOwnFunction(function); got != own {
+			t.Errorf("isOwnFunction(%q) = %v, want %v", function, got, own)
+		}
+	}
+}
