@@ -1,3 +1,7 @@
+// Package networkregistry_test runs client/networkregistry against a real
+// control plane. It lives here, not beside the library, so that the
+// library's own tests need no k8s.io/kubernetes: a consumer module that
+// requires ours resolves with a plain go get.
 package networkregistry_test
 
 import (
