@@ -30,20 +30,20 @@ var loggingPackages = []string{
 // caller and the writer are fewer than a dozen.
 const maxLoggingDepth = 32
 
-// callerIsOwn reports whether the function that logs what is being written
-// (to an io.Writer of the logger, synchronously, as klog's text and JSON
-// loggers write) belongs to ownCode. It answers true when it cannot
-// tell, so that nothing is left out by mistake.
-func callerIsOwn() bool {
+// loggingCall returns the call that logs what is being written (to an
+// io.Writer of the logger, synchronously, as klog's text and JSON loggers
+// write): the first frame outside the logging packages. False when the
+// stack does not tell.
+func loggingCall() (runtime.Frame, bool) {
 	var pcs [maxLoggingDepth]uintptr
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
 	for {
 		frame, more := frames.Next()
 		if frame.Function != "" && !isLoggingFunction(frame.Function) {
-			return isOwnFunction(frame.Function)
+			return frame, true
 		}
 		if !more {
-			return true
+			return runtime.Frame{}, false
 		}
 	}
 }

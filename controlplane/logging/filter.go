@@ -11,6 +11,7 @@ package logging
 
 import (
 	"io"
+	"runtime"
 	"time"
 
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -34,10 +35,10 @@ const quietBelow = 2
 type Filter struct {
 	format lineFormat
 	quiet  bool
-	// callerIsOwn reports whether the entry being written comes from the
-	// control plane's own code; tests replace it.
-	callerIsOwn func() bool
-	repeats     *repeatLimiter
+	// caller returns the call that logs the entry being written; tests
+	// replace it.
+	caller  func() (runtime.Frame, bool)
+	repeats *repeatLimiter
 }
 
 // NewFilter returns a filter that writes to out the entries of a logger
@@ -49,7 +50,7 @@ func NewFilter(out io.Writer, c *logsapi.LoggingConfiguration) *Filter {
 }
 
 func newFilter(out io.Writer, c *logsapi.LoggingConfiguration, clock clock.PassiveClock) *Filter {
-	f := &Filter{callerIsOwn: callerIsOwn, repeats: newRepeatLimiter(out, clock, RepeatPeriod)}
+	f := &Filter{caller: loggingCall, repeats: newRepeatLimiter(out, clock, RepeatPeriod)}
 	switch c.Format {
 	case "", logsapi.DefaultLogFormat:
 		f.format = textFormat{}
@@ -73,19 +74,34 @@ func (f *Filter) Write(p []byte) (int, error) {
 	if !ok {
 		return f.repeats.writeThrough(p)
 	}
-	if f.quiet && f.leftOut(e) {
+	severe := e.severity == severityWarning || e.severity == severityError
+	if !severe && !f.quiet {
+		return f.repeats.writeThrough(p)
+	}
+	call, known := f.caller()
+	if f.quiet && f.leftOut(e, call, known) {
 		return len(p), nil
 	}
-	if e.severity == severityWarning || e.severity == severityError {
-		return f.repeats.write(string(e.severity)+" "+e.location, p, f.format)
+	if !severe {
+		return f.repeats.writeThrough(p)
 	}
-	return f.repeats.writeThrough(p)
+	// The format names the call's file by its base name (text) or last
+	// directory (JSON), which many packages share (controller.go): the
+	// call's full path keeps their repeats apart.
+	key := string(e.severity) + " " + e.location
+	if known {
+		key += " " + call.File
+	}
+	return f.repeats.write(key, p, f.format)
 }
 
-func (f *Filter) leftOut(e entry) bool {
+// leftOut reports whether the quiet default leaves e out: a library's
+// informational message (kept when the caller is unknown, so that nothing
+// is left out by mistake), or a warning every clean start logs.
+func (f *Filter) leftOut(e entry, call runtime.Frame, known bool) bool {
 	switch e.severity {
 	case severityInfo:
-		return !f.callerIsOwn()
+		return known && !isOwnFunction(call.Function)
 	case severityWarning, severityError:
 		return isStartupNoise(e.message)
 	}

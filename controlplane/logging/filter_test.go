@@ -2,6 +2,7 @@ package logging
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,12 @@ func TestFilterLeavesOutAtTheDefaultVerbosity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			f := newFilter(&out, &tc.config, clocktesting.NewFakePassiveClock(time.Now()))
-			f.callerIsOwn = func() bool { return tc.own }
+			f.caller = func() (runtime.Frame, bool) {
+				if tc.own {
+					return runtime.Frame{Function: "sigs.k8s.io/sample-generic-controlplane/controlplane.F"}, true
+				}
+				return runtime.Frame{Function: "k8s.io/apiserver/pkg/server.F"}, true
+			}
 			n, err := f.Write([]byte(tc.line))
 			if err != nil || n != len(tc.line) {
 				t.Fatalf("Write: %d, %v; want %d, nil", n, err, len(tc.line))
@@ -229,6 +235,31 @@ func TestOwnFunctions(t *testing.T) {
 	} {
 		if got := isOwnFunction(function); got != own {
 			t.Errorf("isOwnFunction(%q) = %v, want %v", function, got, own)
+		}
+	}
+}
+
+// Two packages' files of the same base name log at the same line: klog's
+// text header (controller.go:201) cannot tell them apart, the calls'
+// full paths can. Each error's first occurrence is written.
+func TestFilterKeepsApartCallsOfTheSameBaseName(t *testing.T) {
+	var out bytes.Buffer
+	f := newFilter(&out, &logsapi.LoggingConfiguration{}, clocktesting.NewFakePassiveClock(time.Now()))
+	lines := map[string]string{
+		"/go/pkg/mod/k8s.io/component-helpers/apimachinery/lease/controller.go": "E1122 23:36:55.001621    6300 controller.go:201] \"lease error\"\n",
+		"/go/pkg/mod/k8s.io/kubernetes/pkg/controller/namespace/controller.go":  "E1122 23:36:55.001700    6300 controller.go:201] \"namespace error\"\n",
+	}
+	for file, line := range lines {
+		f.caller = func() (runtime.Frame, bool) {
+			return runtime.Frame{Function: "k8s.io/x.F", File: file, Line: 201}, true
+		}
+		if _, err := f.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, line := range lines {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("%q was held back as a repeat of another call's error; output:\n%s", line, out.String())
 		}
 	}
 }
