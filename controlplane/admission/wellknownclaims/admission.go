@@ -25,8 +25,8 @@ import (
 // --disable-admission-plugins know it by.
 const PluginName = "WellKnownNetworkClaims"
 
-// Names are the well-known claims.
-var Names = []string{"kube-apiserver", "kube-controller-manager"}
+// names are the well-known claims.
+var names = []string{"kube-apiserver", "kube-controller-manager"}
 
 var networkClaims = networking.Resource("networkclaims")
 
@@ -58,14 +58,14 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 		return nil
 	}
 	name := claimName(a)
-	if !slices.Contains(Names, name) {
+	if !slices.Contains(names, name) {
 		return nil
 	}
 	if u := a.GetUserInfo(); u != nil && slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup) {
 		return nil
 	}
 	return admission.NewForbidden(a, fmt.Errorf("the well-known NetworkClaims %s may be created, changed or deleted only by cluster admins (group %s); claim your address space under another name",
-		strings.Join(Names, ", "), user.SystemPrivilegedGroup))
+		strings.Join(names, ", "), user.SystemPrivilegedGroup))
 }
 
 // claimName is the name of the claim written: the object's, which is set
