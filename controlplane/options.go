@@ -361,8 +361,9 @@ func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 // which BuildGenericConfig would call, but without a label allow-list when
 // neither --allow-metric-labels nor --allow-metric-labels-manifest is set:
 // upstream then applies an empty manifest and logs "The manifest file is
-// empty, ignoring." as an error at every start. Either way no allow-list
-// is in force.
+// empty, ignoring." as an error at every start (and an empty allow-list,
+// "empty allow-list mapping supplied"). Either way no allow-list is in
+// force.
 func applyMetrics(o *metrics.Options) {
 	if o == nil {
 		return
