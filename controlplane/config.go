@@ -148,6 +148,10 @@ func newAPIsConfig(opts cpoptions.CompletedOptions, apiServerCount int) (*generi
 		[]*runtime.Scheme{legacyscheme.Scheme, apiextensionsapiserver.Scheme, aggregatorscheme.Scheme},
 		resources,
 		openAPIDefinitions,
+		// No informer name: names are unique per process, and tests run
+		// several control planes in one (upstream's generic sample passes
+		// none either; it only labels informer metrics).
+		nil,
 	)
 	if err != nil {
 		return nil, err
@@ -181,7 +185,9 @@ func newAPIsConfig(opts cpoptions.CompletedOptions, apiServerCount int) (*generi
 		return nil, err
 	}
 	quotaInitializer := cpadmission.NewPluginInitializer(quotaConfig, exclusion.Excluded())
-	kubeAPIs, pluginInitializer, err := controlplaneapiserver.CreateConfig(opts, genericConfig, versionedInformers, storageFactory, serviceResolver, []admission.PluginInitializer{quotaInitializer})
+	kubeAPIs, pluginInitializer, err := controlplaneapiserver.CreateConfig(opts, genericConfig, versionedInformers,
+		nil, // no EndpointSlices to route peer requests by
+		storageFactory, serviceResolver, []admission.PluginInitializer{quotaInitializer})
 	if err != nil {
 		return nil, err
 	}

@@ -43,8 +43,9 @@ func (c *coreStorage) NewRESTStorage(resources serverstorage.APIResourceConfigSo
 
 // ensureSystemNamespace creates kube-system unless it exists, through the
 // registry, before the server serves: as the API's create handler does, it
-// fills in the system fields and names the request's namespace (none), and
-// the registry's strategy does the rest. Admission is not involved:
+// fills in the system fields and says what the request is (a create of a
+// namespace through v1, which declarative validation reads), and the
+// registry's strategy does the rest. Admission is not involved:
 // nothing can be registered with it yet on a fresh etcd, and on an
 // existing one the namespace exists.
 func (c *coreStorage) ensureSystemNamespace(ctx context.Context) error {
@@ -54,6 +55,14 @@ func (c *coreStorage) ensureSystemNamespace(ctx context.Context) error {
 	ns := &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceSystem}}
 	rest.FillObjectMetaSystemFields(ns)
 	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceNone)
+	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+		IsResourceRequest: true,
+		Verb:              "create",
+		APIPrefix:         "api",
+		APIVersion:        corev1.SchemeGroupVersion.Version,
+		Resource:          "namespaces",
+		Name:              ns.Name,
+	})
 	_, err := c.namespaces.Create(ctx, ns, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", metav1.NamespaceSystem, err)

@@ -62,9 +62,9 @@ func (strategy) WarningsOnCreate(context.Context, runtime.Object) []string { ret
 
 func (strategy) Canonicalize(runtime.Object) {}
 
-func (strategy) AllowCreateOnUpdate() bool { return false }
+func (strategy) AllowCreateOnUpdate(context.Context) bool { return false }
 
-func (strategy) AllowUnconditionalUpdate() bool { return true }
+func (strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
 
 func (strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return validation.ValidateNetworkClaimUpdate(obj.(*networking.NetworkClaim), old.(*networking.NetworkClaim))
