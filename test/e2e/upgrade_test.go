@@ -139,7 +139,7 @@ func testUpgrade(t *testing.T, fixture string) {
 	t.Run("service account tokens", func(t *testing.T) {
 		legacy := kubectl(t, c, "-n", "upgrade", "get", "secret", "robot-token", "-o", "go-template={{.data.token | base64decode}}")
 		for name, token := range map[string]string{
-			"TokenRequest token": strings.TrimSpace(readFile(t, filepath.Join(fixture, "token"))),
+			"TokenRequest token":  strings.TrimSpace(readFile(t, filepath.Join(fixture, "token"))),
 			"legacy token Secret": legacy,
 		} {
 			asRobot := []string{
