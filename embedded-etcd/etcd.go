@@ -93,6 +93,10 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("embedded etcd: removing stale socket: %w", err)
 	}
 
+	if err := checkStorageVersion(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	}
+
 	closing := new(atomic.Bool)
 	ecfg, err := cfg.etcdConfig(closing)
 	if err != nil {
