@@ -15,10 +15,10 @@ MODULE := sigs.k8s.io/sample-generic-controlplane
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 # The Kubernetes version the binary reports on /version is the one it is built from.
 KUBE_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
-LDFLAGS := -X $(MODULE)/controlplane.version=$(VERSION) \
-	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION)))
+LDFLAGS := -X $(MODULE)/controlplane.version=$(VERSION) $(KUBE_LDFLAGS)
 TEST_TIMEOUT ?= 25m
 ARGS ?=
 BENCH_ARGS ?=
@@ -31,9 +31,10 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BINARY) ./cmd/sample-generic-controlplane
 
 # kubectl from the pinned k8s.io/kubernetes module (declared as a tool in go.mod),
-# never whatever kubectl happens to be on the machine.
+# never whatever kubectl happens to be on the machine. Stamped with its version,
+# or "kubectl version" fails to parse its own.
 kubectl:
-	$(GO) build -o $(KUBECTL) k8s.io/kubernetes/cmd/kubectl
+	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(KUBECTL) k8s.io/kubernetes/cmd/kubectl
 
 run: build
 	$(BINARY) $(ARGS)
@@ -54,9 +55,9 @@ codegen:
 # The anchors, built from our module graph: the upstream generic sample and etcd
 # for start-up and memory, kube-controller-manager for the controllers.
 bench: build
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/anchor-apiserver k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic
+	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/anchor-apiserver k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic
 	$(GO) build -o $(BIN)/anchor-etcd go.etcd.io/etcd/server/v3
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/anchor-kcm k8s.io/kubernetes/cmd/kube-controller-manager
+	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/anchor-kcm k8s.io/kubernetes/cmd/kube-controller-manager
 	$(GO) run ./hack/bench/startup -binary $(BINARY) \
 		-anchor-apiserver $(BIN)/anchor-apiserver -anchor-etcd $(BIN)/anchor-etcd $(BENCH_ARGS)
 	$(GO) run ./hack/bench/controllers -binary $(BINARY) -kcm $(BIN)/anchor-kcm

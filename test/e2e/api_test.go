@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,9 @@ func TestAPIResources(t *testing.T) {
 		{"customresourcedefinitions.apiextensions.k8s.io", true},
 		{"apiservices.apiregistration.k8s.io", true},
 		{"clusterroles.rbac.authorization.k8s.io", true},
+		{"clustertrustbundles.certificates.k8s.io", true},
+		{"podcertificaterequests.certificates.k8s.io", false},
+		{"workloads.scheduling.k8s.io", false},
 		{"pods", false},
 		{"nodes", false},
 		{"services", false},
@@ -156,4 +160,21 @@ func TestWatchShowsNewConfigMap(t *testing.T) {
 	waitFor("configmap/e2e-watch-marker")
 	kubectl(t, c, "create", "configmap", "e2e-watched", "-n", "default", "--from-literal=k=v")
 	waitFor("configmap/e2e-watched")
+}
+
+// The server reports the Kubernetes version it is built from, the one of
+// the kubectl built from the same pinned module.
+func TestVersion(t *testing.T) {
+	c := sharedCluster(t)
+	var versions struct {
+		ClientVersion, ServerVersion struct{ GitVersion, Minor string }
+	}
+	if err := json.Unmarshal([]byte(kubectl(t, c, "version", "-o", "json")), &versions); err != nil {
+		t.Fatalf("kubectl version -o json: %v", err)
+	}
+	client, server := versions.ClientVersion, versions.ServerVersion
+	if !strings.HasPrefix(server.GitVersion, "v1.") || server.GitVersion != client.GitVersion || server.Minor != client.Minor {
+		t.Errorf("server version %s (minor %s), kubectl %s (minor %s): want both the pinned k8s.io/kubernetes version",
+			server.GitVersion, server.Minor, client.GitVersion, client.Minor)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,11 +97,15 @@ func binaries(dir string) (binary, kubectl string, err error) {
 		kubectl = filepath.Join(dir, "kubectl")
 		builds[kubectl] = kubectlPackage
 	}
+	ldflags, err := kubeVersionLDFlags()
+	if err != nil {
+		return "", "", err
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, len(builds))
 	for out, pkg := range builds {
 		wg.Go(func() {
-			cmd := exec.Command("go", "build", "-o", out, pkg)
+			cmd := exec.Command("go", "build", "-ldflags", ldflags, "-o", out, pkg)
 			if output, err := cmd.CombinedOutput(); err != nil {
 				errs <- fmt.Errorf("go build -o %s %s: %w\n%s", out, pkg, err, output)
 			}
@@ -141,4 +146,20 @@ func sharedCluster(t *testing.T) *Cluster {
 	}
 	t.Cleanup(func() { logTailOnFailure(t, shared) })
 	return shared
+}
+
+// kubeVersionLDFlags stamps a build with the version of the pinned
+// k8s.io/kubernetes module, as the Makefile does.
+func kubeVersionLDFlags() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes").Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m k8s.io/kubernetes: %w", err)
+	}
+	v := strings.TrimSpace(string(out))
+	parts := strings.Split(v, ".")
+	if len(parts) < 2 {
+		return "", fmt.Errorf("k8s.io/kubernetes has version %q, want vMAJOR.MINOR.PATCH", v)
+	}
+	const pkg = "k8s.io/component-base/version."
+	return fmt.Sprintf("-X %sgitVersion=%s -X %sgitMajor=1 -X %sgitMinor=%s", pkg, v, pkg, pkg, parts[1]), nil
 }
