@@ -66,6 +66,7 @@ func TestQuorumLossLogIsBoundedAndRecovers(t *testing.T) {
 			perCall[m[1]]++
 		}
 	}
+	t.Logf("while etcd had no quorum for %s: %d lines of the control plane's log, %d of the etcd client's", quorumLossWindow, len(klogLines), len(lines)-len(klogLines))
 	for location, n := range perCall {
 		if n > maxLinesPerCall {
 			t.Errorf("while etcd had no quorum, %s logged %d warnings or errors in %s, want at most %d", location, n, quorumLossWindow, maxLinesPerCall)
