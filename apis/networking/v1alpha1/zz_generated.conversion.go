@@ -24,7 +24,6 @@ package v1alpha1
 import (
 	unsafe "unsafe"
 
-	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	conversion "k8s.io/apimachinery/pkg/conversion"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	networking "sigs.k8s.io/sample-generic-controlplane/apis/networking"
@@ -111,9 +110,7 @@ func RegisterConversions(s *runtime.Scheme) error {
 }
 
 func autoConvert_v1alpha1_AddressSpaceRecord_To_networking_AddressSpaceRecord(in *AddressSpaceRecord, out *networking.AddressSpaceRecord, s conversion.Scope) error {
-	out.Reference = (*networking.ResourceReference)(unsafe.Pointer(in.Reference))
-	out.Prefix = in.Prefix
-	out.Description = in.Description
+	*out = *(*networking.AddressSpaceRecord)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -123,9 +120,7 @@ func Convert_v1alpha1_AddressSpaceRecord_To_networking_AddressSpaceRecord(in *Ad
 }
 
 func autoConvert_networking_AddressSpaceRecord_To_v1alpha1_AddressSpaceRecord(in *networking.AddressSpaceRecord, out *AddressSpaceRecord, s conversion.Scope) error {
-	out.Reference = (*ResourceReference)(unsafe.Pointer(in.Reference))
-	out.Prefix = in.Prefix
-	out.Description = in.Description
+	*out = *(*AddressSpaceRecord)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -135,12 +130,7 @@ func Convert_networking_AddressSpaceRecord_To_v1alpha1_AddressSpaceRecord(in *ne
 }
 
 func autoConvert_v1alpha1_AddressSpaceStatus_To_networking_AddressSpaceStatus(in *AddressSpaceStatus, out *networking.AddressSpaceStatus, s conversion.Scope) error {
-	out.Reference = (*networking.ResourceReference)(unsafe.Pointer(in.Reference))
-	out.Prefix = in.Prefix
-	out.Description = in.Description
-	out.Date = in.Date
-	out.Status = networking.AllocationStatus(in.Status)
-	out.Message = in.Message
+	*out = *(*networking.AddressSpaceStatus)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -150,12 +140,7 @@ func Convert_v1alpha1_AddressSpaceStatus_To_networking_AddressSpaceStatus(in *Ad
 }
 
 func autoConvert_networking_AddressSpaceStatus_To_v1alpha1_AddressSpaceStatus(in *networking.AddressSpaceStatus, out *AddressSpaceStatus, s conversion.Scope) error {
-	out.Reference = (*ResourceReference)(unsafe.Pointer(in.Reference))
-	out.Prefix = in.Prefix
-	out.Description = in.Description
-	out.Date = in.Date
-	out.Status = AllocationStatus(in.Status)
-	out.Message = in.Message
+	*out = *(*AddressSpaceStatus)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -219,7 +204,7 @@ func Convert_networking_NetworkClaimList_To_v1alpha1_NetworkClaimList(in *networ
 }
 
 func autoConvert_v1alpha1_NetworkClaimSpec_To_networking_NetworkClaimSpec(in *NetworkClaimSpec, out *networking.NetworkClaimSpec, s conversion.Scope) error {
-	out.AddressSpace = *(*[]networking.AddressSpaceRecord)(unsafe.Pointer(&in.AddressSpace))
+	*out = *(*networking.NetworkClaimSpec)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -229,7 +214,7 @@ func Convert_v1alpha1_NetworkClaimSpec_To_networking_NetworkClaimSpec(in *Networ
 }
 
 func autoConvert_networking_NetworkClaimSpec_To_v1alpha1_NetworkClaimSpec(in *networking.NetworkClaimSpec, out *NetworkClaimSpec, s conversion.Scope) error {
-	out.AddressSpace = *(*[]AddressSpaceRecord)(unsafe.Pointer(&in.AddressSpace))
+	*out = *(*NetworkClaimSpec)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -239,9 +224,7 @@ func Convert_networking_NetworkClaimSpec_To_v1alpha1_NetworkClaimSpec(in *networ
 }
 
 func autoConvert_v1alpha1_NetworkClaimStatus_To_networking_NetworkClaimStatus(in *NetworkClaimStatus, out *networking.NetworkClaimStatus, s conversion.Scope) error {
-	out.ObservedGeneration = in.ObservedGeneration
-	out.AddressSpace = *(*[]networking.AddressSpaceStatus)(unsafe.Pointer(&in.AddressSpace))
-	out.Conditions = *(*[]v1.Condition)(unsafe.Pointer(&in.Conditions))
+	*out = *(*networking.NetworkClaimStatus)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -251,9 +234,7 @@ func Convert_v1alpha1_NetworkClaimStatus_To_networking_NetworkClaimStatus(in *Ne
 }
 
 func autoConvert_networking_NetworkClaimStatus_To_v1alpha1_NetworkClaimStatus(in *networking.NetworkClaimStatus, out *NetworkClaimStatus, s conversion.Scope) error {
-	out.ObservedGeneration = in.ObservedGeneration
-	out.AddressSpace = *(*[]AddressSpaceStatus)(unsafe.Pointer(&in.AddressSpace))
-	out.Conditions = *(*[]v1.Condition)(unsafe.Pointer(&in.Conditions))
+	*out = *(*NetworkClaimStatus)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -263,8 +244,7 @@ func Convert_networking_NetworkClaimStatus_To_v1alpha1_NetworkClaimStatus(in *ne
 }
 
 func autoConvert_v1alpha1_ResourceReference_To_networking_ResourceReference(in *ResourceReference, out *networking.ResourceReference, s conversion.Scope) error {
-	out.Group = in.Group
-	out.Resource = in.Resource
+	*out = *(*networking.ResourceReference)(unsafe.Pointer(in))
 	return nil
 }
 
@@ -274,8 +254,7 @@ func Convert_v1alpha1_ResourceReference_To_networking_ResourceReference(in *Reso
 }
 
 func autoConvert_networking_ResourceReference_To_v1alpha1_ResourceReference(in *networking.ResourceReference, out *ResourceReference, s conversion.Scope) error {
-	out.Group = in.Group
-	out.Resource = in.Resource
+	*out = *(*ResourceReference)(unsafe.Pointer(in))
 	return nil
 }
 

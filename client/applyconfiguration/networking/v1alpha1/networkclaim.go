@@ -34,7 +34,7 @@ import (
 // allocates each claimed prefix that overlaps no prefix already allocated to
 // another claim, and marks the others unavailable, naming their holder.
 type NetworkClaimApplyConfiguration struct {
-	v1.TypeMetaApplyConfiguration    `json:",inline"`
+	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	// spec is what the component claims.
 	Spec *NetworkClaimSpecApplyConfiguration `json:"spec,omitempty"`

@@ -25,7 +25,7 @@ import (
 // Interface provides access to all the informers in this group version.
 type Interface interface {
 	// NetworkClaims returns a NetworkClaimInformer.
-	NetworkClaims() NetworkClaimInformer
+	NetworkClaims() TypedNetworkClaimInformer
 }
 
 type version struct {
@@ -39,7 +39,7 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
 }
 
-// NetworkClaims returns a NetworkClaimInformer.
-func (v *version) NetworkClaims() NetworkClaimInformer {
+// NetworkClaims returns a TypedNetworkClaimInformer.
+func (v *version) NetworkClaims() TypedNetworkClaimInformer {
 	return &networkClaimInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }

@@ -34,11 +34,39 @@ import (
 )
 
 // NetworkClaimInformer provides access to a shared informer and lister for
-// NetworkClaims.
+// NetworkClaims. Prefer using the type-safe variant (see [TypedNetworkClaimInformer]).
 type NetworkClaimInformer interface {
 	Informer() cache.SharedIndexInformer
 	Lister() networkingv1alpha1.NetworkClaimLister
 }
+
+// TypedNetworkClaimInformer provides access to a shared informer and lister for
+// NetworkClaims, including the type-safe TypedInformer variant.
+// It is a superset of NetworkClaimInformer.
+type TypedNetworkClaimInformer interface {
+	Informer() cache.SharedIndexInformer
+	TypedInformer() NetworkClaimIndexInformer
+	Lister() networkingv1alpha1.NetworkClaimLister
+}
+
+// NetworkClaimIndexInformer is a wrapper around the underlying [cache.SharedIndexInformer]
+// with type-safe variants of several methods.
+type NetworkClaimIndexInformer cache.TypedSharedIndexInformer[*apisnetworkingv1alpha1.NetworkClaim]
+
+// NetworkClaimHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerFuncs] for NetworkClaim.
+type NetworkClaimHandlerFuncs = cache.TypedResourceEventHandlerFuncs[*apisnetworkingv1alpha1.NetworkClaim]
+
+// NetworkClaimDetailedHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerDetailedFuncs] for NetworkClaim.
+type NetworkClaimDetailedHandlerFuncs = cache.TypedResourceEventHandlerDetailedFuncs[*apisnetworkingv1alpha1.NetworkClaim]
+
+// NetworkClaimFilteringHandler is a specialization of [cache.TypedFilteringResourceEventHandler] for NetworkClaim.
+type NetworkClaimFilteringHandler = cache.TypedFilteringResourceEventHandler[*apisnetworkingv1alpha1.NetworkClaim]
+
+// NetworkClaimIndexers is a specialization of [cache.TypedIndexers] for NetworkClaim.
+type NetworkClaimIndexers = cache.TypedIndexers[*apisnetworkingv1alpha1.NetworkClaim]
+
+// DeletedNetworkClaim is a specialization of [cache.DeletedObject] for NetworkClaim.
+type DeletedNetworkClaim = cache.DeletedObject[*apisnetworkingv1alpha1.NetworkClaim]
 
 type networkClaimInformer struct {
 	factory          internalinterfaces.SharedInformerFactory
@@ -48,25 +76,49 @@ type networkClaimInformer struct {
 // NewNetworkClaimInformer constructs a new informer for NetworkClaim type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedNetworkClaimInformer]).
 func NewNetworkClaimInformer(client versioned.Interface, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 	return NewNetworkClaimInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
+}
+
+// NewTypedNetworkClaimInformer constructs a new informer for NetworkClaim type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedNetworkClaimInformer(client versioned.Interface, resyncPeriod time.Duration, indexers NetworkClaimIndexers) NetworkClaimIndexInformer {
+	return NewTypedNetworkClaimInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
 }
 
 // NewFilteredNetworkClaimInformer constructs a new informer for NetworkClaim type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredNetworkClaimInformer]).
 func NewFilteredNetworkClaimInformer(client versioned.Interface, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
-	return NewNetworkClaimInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
+	return NewTypedNetworkClaimInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
+}
+
+// NewTypedFilteredNetworkClaimInformer constructs a new informer for NetworkClaim type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedFilteredNetworkClaimInformer(client versioned.Interface, resyncPeriod time.Duration, indexers NetworkClaimIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) NetworkClaimIndexInformer {
+	return NewTypedNetworkClaimInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
 }
 
 // NewNetworkClaimInformerWithOptions constructs a new informer for NetworkClaim type with additional options.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedNetworkClaimInformerWithOptions]).
 func NewNetworkClaimInformerWithOptions(client versioned.Interface, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
+	return NewTypedNetworkClaimInformerWithOptions(client, options)
+}
+
+// NewTypedNetworkClaimInformerWithOptions constructs a new informer for NetworkClaim type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedNetworkClaimInformerWithOptions(client versioned.Interface, options internalinterfaces.InformerOptions) NetworkClaimIndexInformer {
 	gvr := schema.GroupVersionResource{Group: "networking.x-k8s.io", Version: "v1alpha1", Resource: "networkclaims"}
 	identifier := options.InformerName.WithResource(gvr)
 	tweakListOptions := options.TweakListOptions
-	return cache.NewSharedIndexInformerWithOptions(
+	return cache.NewTypedSharedIndexInformer[*apisnetworkingv1alpha1.NetworkClaim](cache.NewSharedIndexInformerWithOptions(
 		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 			ListFunc: func(opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
@@ -99,17 +151,57 @@ func NewNetworkClaimInformerWithOptions(client versioned.Interface, options inte
 			Indexers:     options.Indexers,
 			Identifier:   identifier,
 		},
-	)
+	))
 }
 
 func (f *networkClaimInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
-	return NewNetworkClaimInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
+	return NewTypedNetworkClaimInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
 }
 
 func (f *networkClaimInformer) Informer() cache.SharedIndexInformer {
-	return f.factory.InformerFor(&apisnetworkingv1alpha1.NetworkClaim{}, f.defaultInformer)
+	return f.TypedInformer()
+}
+
+func (f *networkClaimInformer) TypedInformer() NetworkClaimIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apisnetworkingv1alpha1.NetworkClaim](f.factory.InformerFor(&apisnetworkingv1alpha1.NetworkClaim{}, f.defaultInformer))
 }
 
 func (f *networkClaimInformer) Lister() networkingv1alpha1.NetworkClaimLister {
 	return networkingv1alpha1.NewNetworkClaimLister(f.Informer().GetIndexer())
+}
+
+// ToTypedNetworkClaimInformer converts an untyped informer into a TypedNetworkClaimInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *NetworkClaim. If that is not the case, calling type-safe methods of the returned
+// TypedNetworkClaimInformer leads to runtime panics. A safer alternative is to pass
+// around a TypedNetworkClaimInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToTypedNetworkClaimInformer(informer NetworkClaimInformer) TypedNetworkClaimInformer {
+	if informer, ok := informer.(TypedNetworkClaimInformer); ok {
+		return informer
+	}
+	return &networkClaimTypedInformerAdapter{informer}
+}
+
+type networkClaimTypedInformerAdapter struct {
+	NetworkClaimInformer
+}
+
+func (a *networkClaimTypedInformerAdapter) TypedInformer() NetworkClaimIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apisnetworkingv1alpha1.NetworkClaim](a.Informer())
+}
+
+// ToNetworkClaimIndexInformer converts an untyped informer into a NetworkClaimIndexInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *NetworkClaim. If that is not the case, calling type-safe methods of the returned
+// NetworkClaimIndexInformer leads to runtime panics. A safer alternative is to pass
+// around a NetworkClaimIndexInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToNetworkClaimIndexInformer(informer cache.SharedIndexInformer) NetworkClaimIndexInformer {
+	if informer, ok := informer.(NetworkClaimIndexInformer); ok {
+		return informer
+	}
+	return cache.NewTypedSharedIndexInformer[*apisnetworkingv1alpha1.NetworkClaim](informer)
 }
