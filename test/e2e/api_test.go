@@ -29,6 +29,7 @@ func TestAPIResources(t *testing.T) {
 		{"customresourcedefinitions.apiextensions.k8s.io", true},
 		{"apiservices.apiregistration.k8s.io", true},
 		{"clusterroles.rbac.authorization.k8s.io", true},
+		{"storageversionmigrations.storagemigration.k8s.io", true},
 		{"pods", false},
 		{"nodes", false},
 		{"services", false},
