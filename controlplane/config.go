@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	svmv1 "k8s.io/api/storagemigration/v1"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
@@ -24,6 +25,7 @@ import (
 	cpadmission "k8s.io/kubernetes/pkg/controlplane/apiserver/admission"
 	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
+	kubefeatures "k8s.io/kubernetes/pkg/features"
 	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
 	"k8s.io/kubernetes/pkg/kubeapiserver/admission/exclusion"
 
@@ -136,10 +138,19 @@ func (c *Config) Complete() (CompletedConfig, error) {
 // newAPIsConfig configures the three servers of the chain as upstream's
 // generic sample does (genericserver.NewConfig), with our API group added:
 // its versions in the resource configuration (when the KANA gate is on) and
-// its OpenAPI definitions beside the built-in ones. apiServerCount is how
+// its OpenAPI definitions beside the built-in ones; and with
+// storagemigration.k8s.io/v1 served by default, as kube-apiserver does. apiServerCount is how
 // many API servers share the storage.
 func newAPIsConfig(opts cpoptions.CompletedOptions, apiServerCount int) (*genericserver.Config, error) {
 	resources := controlplane.DefaultGenericAPIResourceConfigSource()
+	// Storage version migrations rewrite stored objects of any resource,
+	// custom ones included: generic. kube-apiserver serves v1 by default
+	// since 1.37; upstream's generic resource configuration does not list
+	// it, though its storage is among the generic providers. The gate off,
+	// that storage serves nothing (and warns), so it is not enabled then.
+	if utilfeature.DefaultFeatureGate.Enabled(kubefeatures.StorageVersionMigrator) {
+		resources.EnableVersions(svmv1.SchemeGroupVersion)
+	}
 	if utilfeature.DefaultFeatureGate.Enabled(features.KANA) {
 		resources.EnableVersions(networkingv1alpha1.SchemeGroupVersion)
 	}

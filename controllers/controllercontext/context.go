@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/controller-manager/pkg/clientbuilder"
 	"k8s.io/controller-manager/pkg/informerfactory"
+	"k8s.io/kubernetes/pkg/controller/garbagecollector"
 )
 
 // Context is shared by the controllers of one manager.
@@ -39,6 +40,13 @@ type Context struct {
 	// identity when electing a leader), e.g. as the host of events, so
 	// that one can tell which replica decided.
 	ReplicaIdentity string
+	// GraphBuilder is the garbage collector's dependency graph: a cache of
+	// the objects of every resource the collector monitors. The garbage
+	// collector sets it when it is built, first in the registry; it stays
+	// nil when the collector is disabled or could not start. The storage
+	// version migrator migrates the objects it caches, as in
+	// kube-controller-manager.
+	GraphBuilder *garbagecollector.GraphBuilder
 }
 
 // TrimManagedFields is the informer transform kube-controller-manager uses:

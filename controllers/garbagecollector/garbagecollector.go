@@ -58,6 +58,8 @@ func New(ctx context.Context, c *controllercontext.Context, workers int) (func(c
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
+	// Controllers built after this one read the collector's caches.
+	c.GraphBuilder = gc.GetDependencyGraphBuilder()
 	return func(ctx context.Context) {
 		go gc.Sync(ctx, client.Discovery(), discoverySyncPeriod)
 		gc.Run(ctx, workers, initialSyncTimeout)

@@ -33,6 +33,7 @@ import (
 	"k8s.io/controller-manager/pkg/clientbuilder"
 	"k8s.io/controller-manager/pkg/informerfactory"
 	"k8s.io/klog/v2"
+	kubefeatures "k8s.io/kubernetes/pkg/features"
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/allocation"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/clusterroleaggregation"
@@ -45,6 +46,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controllers/rootcacertpublisher"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/serviceaccount"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/serviceaccounttoken"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/storageversionmigrator"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/validatingadmissionpolicystatus"
 	"sigs.k8s.io/sample-generic-controlplane/features"
 )
@@ -172,6 +174,10 @@ var registry = []controller{
 	{name: rootcacertpublisher.Name, aliases: []string{"root-ca-certificate-publisher-controller"}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
 		return rootcacertpublisher.New(ctx, c)
 	}},
+	// After the garbage collector: it migrates the objects the collector caches.
+	{name: storageversionmigrator.Name, aliases: []string{"svm"}, requiredFeatureGates: []featuregate.Feature{kubefeatures.StorageVersionMigrator}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
+		return storageversionmigrator.New(ctx, c)
+	}},
 	{name: allocation.Name, requiredFeatureGates: []featuregate.Feature{features.KANA}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
 		return allocation.New(ctx, c)
 	}},
@@ -189,7 +195,7 @@ func KnownControllers() []string {
 // AddFlags adds the manager's flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf(
-		"Controllers to run in-process: '*' runs all, 'foo' runs foo, '-foo' disables foo; e.g. '*,-garbagecollector'. Known controllers: %s.",
+		"Controllers to run in-process: '*' runs all, 'foo' runs foo, '-foo' disables foo; e.g. '*,-garbagecollector,-svm' (the storage version migrator needs the garbage collector). Known controllers: %s.",
 		strings.Join(KnownControllers(), ", ")))
 	fs.IntVar(&o.ConcurrentGCSyncs, "concurrent-gc-syncs", o.ConcurrentGCSyncs, "Number of garbage collector workers.")
 	fs.IntVar(&o.ConcurrentNamespaceSyncs, "concurrent-namespace-syncs", o.ConcurrentNamespaceSyncs, "Number of namespaces deleted in parallel.")

@@ -31,11 +31,27 @@ func TestEnabled(t *testing.T) {
 		{[]string{}, "namespace", false},
 		{[]string{"-namespace-controller", "*"}, "namespace", false},                              // an alias disables its controller
 		{[]string{"garbagecollector", "-garbage-collector-controller"}, "garbagecollector", true}, // the first explicit choice wins
+		{[]string{"*", "-svm"}, "storage-version-migrator-controller", false},                     // kube-controller-manager's alias
+		{[]string{"*", "-garbagecollector"}, "storage-version-migrator-controller", true},         // still enabled; it reports it cannot start
 	} {
 		o := NewOptions()
 		o.Controllers = tc.controllers
 		if got := o.Enabled(tc.name); got != tc.want {
 			t.Errorf("--controllers=%s: %s enabled = %v, want %v", strings.Join(tc.controllers, ","), tc.name, got, tc.want)
+		}
+	}
+}
+
+// Each name and alias selects one controller: a repeated one would
+// silently select another controller than the user meant.
+func TestNamesAndAliasesAreUnique(t *testing.T) {
+	seen := map[string]string{}
+	for _, c := range registry {
+		for _, n := range append([]string{c.name}, c.aliases...) {
+			if other, ok := seen[n]; ok {
+				t.Errorf("%q names both %s and %s", n, other, c.name)
+			}
+			seen[n] = c.name
 		}
 	}
 }
@@ -49,7 +65,7 @@ func TestValidate(t *testing.T) {
 		{"defaults", func(*Options) {}, ""},
 		{"unknown controller", func(o *Options) { o.Controllers = []string{"*", "-deployment"} }, `--controllers: unknown controller "-deployment"`},
 		{"aliases", func(o *Options) {
-			o.Controllers = []string{"*", "-garbage-collector-controller", "namespace-controller"}
+			o.Controllers = []string{"*", "-garbage-collector-controller", "namespace-controller", "-svm"}
 		}, ""},
 		{"zero gc workers", func(o *Options) { o.ConcurrentGCSyncs = 0 }, "--concurrent-gc-syncs must be at least 1"},
 		{"zero namespace workers", func(o *Options) { o.ConcurrentNamespaceSyncs = 0 }, "--concurrent-namespace-syncs must be at least 1"},

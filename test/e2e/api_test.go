@@ -31,6 +31,7 @@ func TestAPIResources(t *testing.T) {
 		{"apiservices.apiregistration.k8s.io", true},
 		{"clusterroles.rbac.authorization.k8s.io", true},
 		{"clustertrustbundles.certificates.k8s.io", true},
+		{"storageversionmigrations.storagemigration.k8s.io", true},
 		{"podcertificaterequests.certificates.k8s.io", false},
 		{"workloads.scheduling.k8s.io", false},
 		{"pods", false},

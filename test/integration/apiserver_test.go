@@ -330,6 +330,7 @@ func TestServesExactlyTheGenericAPIs(t *testing.T) {
 		"certificates.k8s.io/v1/certificatesigningrequests", "certificates.k8s.io/v1/certificatesigningrequests/approval",
 		"apiextensions.k8s.io/v1/customresourcedefinitions",
 		"apiregistration.k8s.io/v1/apiservices",
+		"storagemigration.k8s.io/v1/storageversionmigrations", "storagemigration.k8s.io/v1/storageversionmigrations/status",
 		"networking.x-k8s.io/v1alpha1/networkclaims", "networking.x-k8s.io/v1alpha1/networkclaims/status",
 	)
 	if missing := want.Difference(served); missing.Len() > 0 {

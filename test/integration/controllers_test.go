@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/storageversionmigrator"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 )
 
@@ -207,7 +209,10 @@ func deleteNamespaceAndWait(t *testing.T, client kubernetes.Interface, ns string
 }
 
 // With the garbage collector disabled, dependents stay; the namespace
-// controller, still enabled, serves as proof that controllers run.
+// controller, still enabled, serves as proof that controllers run. The
+// storage version migrator, which needs the collector, cannot start and
+// fails its liveness check, saying what to do, as kube-controller-manager
+// refuses to start.
 func TestControllersFlagDisablesGarbageCollector(t *testing.T) {
 	s := cptesting.StartTestServer(t, cptesting.Options{Flags: []string{"--controllers=*,-garbagecollector"}})
 	ctx := t.Context()
@@ -226,9 +231,14 @@ func TestControllersFlagDisablesGarbageCollector(t *testing.T) {
 	if _, err := client.CoreV1().ServiceAccounts("kube-system").Get(ctx, "generic-garbage-collector", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the disabled garbage collector obtained its identity: %v", err)
 	}
-	report := livez(t, s.ClientConfig)
+	report, _ := livezCheck(t, s.ClientConfig, "")
 	if strings.Contains(report, "controller-garbagecollector") || !strings.Contains(report, "[+]controller-namespace ok") {
 		t.Fatalf("/livez?verbose should list the namespace controller and not the disabled collector:\n%s", report)
+	}
+	check := "controller-" + storageversionmigrator.Name
+	reason, live := livezCheck(t, s.ClientConfig, check)
+	if live || !strings.Contains(reason, "cannot start") || !strings.Contains(reason, "requires garbage collector") || !strings.Contains(reason, "-svm") {
+		t.Fatalf("/livez/%s = %q (passed: %v); want a failure saying it requires the garbage collector and how to disable it", check, reason, live)
 	}
 }
 
@@ -363,14 +373,28 @@ func TestServiceAccountTokenSecretIsFilled(t *testing.T) {
 	}
 }
 
-// livez returns the verbose /livez report.
+// livez returns the verbose /livez report of a server that is live.
 func livez(t *testing.T, cfg *rest.Config) string {
 	t.Helper()
-	body, err := kubernetes.NewForConfigOrDie(cfg).Discovery().RESTClient().Get().AbsPath("/livez").Param("verbose", "true").DoRaw(t.Context())
-	if err != nil {
-		t.Fatalf("/livez: %v: %s", err, body)
+	report, live := livezCheck(t, cfg, "")
+	if !live {
+		t.Fatalf("/livez fails:\n%s", report)
 	}
-	return string(body)
+	return report
+}
+
+// livezCheck returns what /livez/<check> answers (for check "", the
+// verbose report of every check) and whether it passed. A failed check
+// gives its reason only when asked for by name.
+func livezCheck(t *testing.T, cfg *rest.Config, check string) (string, bool) {
+	t.Helper()
+	var code int
+	body, err := kubernetes.NewForConfigOrDie(cfg).Discovery().RESTClient().Get().AbsPath("/livez", check).Param("verbose", "true").
+		Do(t.Context()).StatusCode(&code).Raw()
+	if code != http.StatusOK && code != http.StatusInternalServerError {
+		t.Fatalf("/livez/%s: %d %v: %s", check, code, err, body)
+	}
+	return string(body), code == http.StatusOK
 }
 
 func TestEveryControllerHasAHealthCheck(t *testing.T) {

@@ -121,14 +121,14 @@ func TestNetworkClaimServerSideApplyMergesRecords(t *testing.T) {
 // RESTMappers read the unaggregated one, which needs an APIService.
 func TestNetworkingGroupIsDiscovered(t *testing.T) {
 	s := sharedServer(t)
-	expectGroupDiscovered(t, s.ClientConfig, true)
+	expectGroupDiscovered(t, s.ClientConfig, networkingv1alpha1.GroupName, true)
 	if _, err := aggregatorclient.NewForConfigOrDie(s.ClientConfig).ApiregistrationV1().APIServices().Get(t.Context(), "v1alpha1."+networkingv1alpha1.GroupName, metav1.GetOptions{}); err != nil {
 		t.Errorf("APIService of %s: %v", networkingv1alpha1.SchemeGroupVersion, err)
 	}
 }
 
 // expectGroupDiscovered checks both discovery endpoints for the group.
-func expectGroupDiscovered(t *testing.T, cfg *rest.Config, want bool) {
+func expectGroupDiscovered(t *testing.T, cfg *rest.Config, group string, want bool) {
 	t.Helper()
 	for name, client := range map[string]discovery.DiscoveryInterface{
 		"aggregated":   discovery.NewDiscoveryClientForConfigOrDie(cfg),
@@ -138,9 +138,9 @@ func expectGroupDiscovered(t *testing.T, cfg *rest.Config, want bool) {
 		if err != nil {
 			t.Fatalf("%s discovery: %v", name, err)
 		}
-		found := slices.ContainsFunc(groups.Groups, func(g metav1.APIGroup) bool { return g.Name == networkingv1alpha1.GroupName })
+		found := slices.ContainsFunc(groups.Groups, func(g metav1.APIGroup) bool { return g.Name == group })
 		if found != want {
-			t.Errorf("%s discovery lists %s: %v, want %v", name, networkingv1alpha1.GroupName, found, want)
+			t.Errorf("%s discovery lists %s: %v, want %v", name, group, found, want)
 		}
 	}
 }
@@ -148,7 +148,7 @@ func expectGroupDiscovered(t *testing.T, cfg *rest.Config, want bool) {
 func TestKANAGateOffServesNoNetworkingGroup(t *testing.T) {
 	// Not even --runtime-config=api/all=true serves it with the gate off.
 	s := cptesting.StartTestServer(t, cptesting.Options{Flags: []string{"--feature-gates=KANA=false", "--runtime-config=api/all=true"}})
-	expectGroupDiscovered(t, s.ClientConfig, false)
+	expectGroupDiscovered(t, s.ClientConfig, networkingv1alpha1.GroupName, false)
 	expectNoAllocationController(t, s.ClientConfig)
 	if _, err := kubernetes.NewForConfigOrDie(s.ClientConfig).RbacV1().ClusterRoles().Get(t.Context(), "system:aggregate-to-view:networkclaims", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("with KANA off the NetworkClaim roles were applied: want NotFound, got %v", err)
@@ -163,7 +163,7 @@ func TestKANAGateOffServesNoNetworkingGroup(t *testing.T) {
 	// Nor does the next server started without --feature-gates get the
 	// previous server's value.
 	s = cptesting.StartTestServer(t, cptesting.Options{})
-	expectGroupDiscovered(t, s.ClientConfig, true)
+	expectGroupDiscovered(t, s.ClientConfig, networkingv1alpha1.GroupName, true)
 }
 
 // Naming the group in --runtime-config with the gate off is refused, saying

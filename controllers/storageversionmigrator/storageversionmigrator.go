@@ -1,0 +1,143 @@
+// Package storageversionmigrator runs upstream's storage version migrator
+// (k8s.io/kubernetes/pkg/controller/storageversionmigrator) in-process: a
+// StorageVersionMigration (storagemigration.k8s.io/v1) rewrites every stored
+// object of one resource, built-in or custom, so that etcd holds it in the
+// current storage version and encryption; for a custom resource, the CRD's
+// status.storedVersions then drops the versions migrated off.
+package storageversionmigrator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	svmv1 "k8s.io/api/storagemigration/v1"
+	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	clientgofeatures "k8s.io/client-go/features"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	svm "k8s.io/kubernetes/pkg/controller/storageversionmigrator"
+
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/garbagecollector"
+)
+
+const (
+	// Name selects the controller in --controllers; it is also the
+	// controller's identity (service account) and the field manager of its
+	// writes, as in kube-controller-manager.
+	Name = "storage-version-migrator-controller"
+	// qpsFactor and burstFactor raise the limits of the clients that
+	// migrate objects, as kube-controller-manager does: a migration is one
+	// request per object.
+	qpsFactor   = 20
+	burstFactor = 100
+)
+
+// errNoGarbageCollector says what to change: the migrator walks the objects
+// in the garbage collector's caches rather than listing them again.
+var errNoGarbageCollector = fmt.Errorf("storage version migrator requires garbage collector: it migrates the objects the collector caches, and the collector is disabled or could not start; enable %s, or disable this controller too (e.g. --controllers=*,-%s,-svm)", garbagecollector.Name, garbagecollector.Name)
+
+// New builds the migrator for the manager, which runs it only with the
+// StorageVersionMigrator feature gate on. It returns nil (nothing to run)
+// when the API is not served or client-go's informers do not report
+// resource versions, and an error without the garbage collector.
+func New(ctx context.Context, c *controllercontext.Context) (func(context.Context), error) {
+	logger := klog.FromContext(ctx)
+	if !clientgofeatures.FeatureGates().Enabled(clientgofeatures.InformerResourceVersion) {
+		logger.V(2).Info("Controller not started: the InformerResourceVersion feature gate is off", "controller", Name)
+		return nil, nil
+	}
+	if !clientgofeatures.FeatureGates().Enabled(clientgofeatures.InOrderInformers) {
+		return nil, fmt.Errorf("%s: storage version migrator requires the InOrderInformers feature gate to be enabled", Name)
+	}
+	served, err := apiServed(c.RESTMapper)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	if !served {
+		logger.V(2).Info("Controller not started: the API is not served", "controller", Name, "groupVersion", svmv1.SchemeGroupVersion)
+		return nil, nil
+	}
+	if c.GraphBuilder == nil {
+		return nil, fmt.Errorf("%s: %w", Name, errNoGarbageCollector)
+	}
+
+	config, err := c.ClientBuilder.Config(Name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	// Status updates go through a client with the usual limits.
+	client, err := c.ClientBuilder.Client(Name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	migrationConfig := raiseLimits(config)
+	crdClient, err := apiextensionsclientset.NewForConfig(migrationConfig)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	dynamicClient, err := dynamic.NewForConfig(migrationConfig)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	discoveryClient, err := discovery.NewDiscoveryClientForConfig(migrationConfig)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	metadataClient, err := metadata.NewForConfig(migrationConfig)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+
+	migrations := c.InformerFactory.Storagemigration().V1().StorageVersionMigrations()
+	// The three loops of kube-controller-manager's controller: one migrates
+	// objects, one records the resource version a migration starts from,
+	// one runs a resource's migrations one at a time and updates its CRD.
+	loops := []func(context.Context){
+		svm.NewSVMController(ctx, client, dynamicClient, migrations, Name, c.RESTMapper, c.GraphBuilder).Run,
+		svm.NewResourceVersionController(ctx, client, discoveryClient, metadataClient, migrations, c.RESTMapper).Run,
+		svm.NewCustomResourceController(ctx, client, migrations, crdClient.ApiextensionsV1().CustomResourceDefinitions()).Run,
+	}
+	return func(ctx context.Context) {
+		var wg sync.WaitGroup
+		for _, loop := range loops {
+			wg.Go(func() { loop(ctx) })
+		}
+		wg.Wait()
+	}, nil
+}
+
+// apiServed reports whether storagemigration.k8s.io/v1 is served
+// (--runtime-config can turn it off).
+func apiServed(mapper meta.RESTMapper) (bool, error) {
+	_, err := mapper.KindFor(svmv1.SchemeGroupVersion.WithResource("storageversionmigrations"))
+	if meta.IsNoMatchError(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("finding out whether %s is served: %w", svmv1.SchemeGroupVersion, err)
+	}
+	return true, nil
+}
+
+// raiseLimits returns a copy of config with the client-side rate limits
+// multiplied as kube-controller-manager does. Unset limits are client-go's
+// defaults, raised too; a negative QPS (unlimited, as the in-process
+// loopback client is) stays unlimited.
+func raiseLimits(config *rest.Config) *rest.Config {
+	config = rest.CopyConfig(config)
+	if config.QPS == 0 {
+		config.QPS = rest.DefaultQPS
+	}
+	if config.Burst == 0 {
+		config.Burst = rest.DefaultBurst
+	}
+	config.QPS *= qpsFactor
+	config.Burst *= burstFactor
+	return config
+}
