@@ -121,7 +121,10 @@ type controller struct {
 	// requiredFeatureGates must all be on for the controller to run, as in
 	// kube-controller-manager's controller descriptors.
 	requiredFeatureGates []featuregate.Feature
-	build                func(ctx context.Context, c *controllercontext.Context, o *Options) (func(context.Context), error)
+	// requiredControllers must all be enabled for the controller to run:
+	// it uses what they build (e.g. the garbage collector's caches).
+	requiredControllers []string
+	build               func(ctx context.Context, c *controllercontext.Context, o *Options) (func(context.Context), error)
 }
 
 // gatedOff returns the first required feature gate that is off, if any.
@@ -134,11 +137,23 @@ func (c controller) gatedOff() (featuregate.Feature, bool) {
 	return "", false
 }
 
+// missingController returns the first required controller that
+// --controllers disables, if any.
+func (o *Options) missingController(c controller) (string, bool) {
+	for _, name := range c.requiredControllers {
+		if !o.Enabled(name) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
 // runs reports whether the controller runs: --controllers enables it and
-// its feature gates are on.
+// the controllers it needs, and its feature gates are on.
 func (o *Options) runs(c controller) bool {
 	_, off := c.gatedOff()
-	return !off && o.Enabled(c.name)
+	_, missing := o.missingController(c)
+	return !off && !missing && o.Enabled(c.name)
 }
 
 // registry lists every controller this manager knows, in start order:
@@ -175,7 +190,11 @@ var registry = []controller{
 		return rootcacertpublisher.New(ctx, c)
 	}},
 	// After the garbage collector: it migrates the objects the collector caches.
-	{name: storageversionmigrator.Name, aliases: []string{"svm"}, requiredFeatureGates: []featuregate.Feature{kubefeatures.StorageVersionMigrator}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
+	// It migrates what the garbage collector caches. Without the collector
+	// kube-controller-manager refuses to start; --controllers=*,-garbagecollector
+	// worked here before the migrator existed, so it leaves the migrator
+	// out too and says so once.
+	{name: storageversionmigrator.Name, aliases: []string{"svm"}, requiredFeatureGates: []featuregate.Feature{kubefeatures.StorageVersionMigrator}, requiredControllers: []string{garbagecollector.Name}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
 		return storageversionmigrator.New(ctx, c)
 	}},
 	{name: allocation.Name, requiredFeatureGates: []featuregate.Feature{features.KANA}, build: func(ctx context.Context, c *controllercontext.Context, _ *Options) (func(context.Context), error) {
@@ -195,7 +214,7 @@ func KnownControllers() []string {
 // AddFlags adds the manager's flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf(
-		"Controllers to run in-process: '*' runs all, 'foo' runs foo, '-foo' disables foo; e.g. '*,-garbagecollector,-svm' (the storage version migrator needs the garbage collector). Known controllers: %s.",
+		"Controllers to run in-process: '*' runs all, 'foo' runs foo, '-foo' disables foo; e.g. '*,-garbagecollector' (which leaves out the storage version migrator too: it needs the collector). Known controllers: %s.",
 		strings.Join(KnownControllers(), ", ")))
 	fs.IntVar(&o.ConcurrentGCSyncs, "concurrent-gc-syncs", o.ConcurrentGCSyncs, "Number of garbage collector workers.")
 	fs.IntVar(&o.ConcurrentNamespaceSyncs, "concurrent-namespace-syncs", o.ConcurrentNamespaceSyncs, "Number of namespaces deleted in parallel.")
@@ -522,6 +541,10 @@ func runControllers(ctx context.Context, o *Options, id string, rootConfig *rest
 		}
 		if !o.Enabled(entry.name) {
 			logger.Info("Controller disabled", "controller", entry.name)
+			continue
+		}
+		if needed, missing := o.missingController(entry); missing {
+			logger.Info("Controller not started: it needs a controller that --controllers disables", "controller", entry.name, "needs", needed)
 			continue
 		}
 		starting := entry.name + " (starting)"

@@ -32,12 +32,40 @@ func TestEnabled(t *testing.T) {
 		{[]string{"-namespace-controller", "*"}, "namespace", false},                              // an alias disables its controller
 		{[]string{"garbagecollector", "-garbage-collector-controller"}, "garbagecollector", true}, // the first explicit choice wins
 		{[]string{"*", "-svm"}, "storage-version-migrator-controller", false},                     // kube-controller-manager's alias
-		{[]string{"*", "-garbagecollector"}, "storage-version-migrator-controller", true},         // still enabled; it reports it cannot start
+		{[]string{"*", "-garbagecollector"}, "storage-version-migrator-controller", true},         // enabled, but see TestRequiredControllers
 	} {
 		o := NewOptions()
 		o.Controllers = tc.controllers
 		if got := o.Enabled(tc.name); got != tc.want {
 			t.Errorf("--controllers=%s: %s enabled = %v, want %v", strings.Join(tc.controllers, ","), tc.name, got, tc.want)
+		}
+	}
+}
+
+// A controller runs only with the controllers it needs: without the garbage
+// collector, the storage version migrator (which walks its caches) is left
+// out rather than failing.
+func TestRequiredControllers(t *testing.T) {
+	var migrator controller
+	for _, c := range registry {
+		if c.name == "storage-version-migrator-controller" {
+			migrator = c
+		}
+	}
+	for _, tc := range []struct {
+		controllers []string
+		runs        bool
+	}{
+		{[]string{"*"}, true},
+		{[]string{"*", "-garbagecollector"}, false},
+		{[]string{"*", "-garbage-collector-controller"}, false},
+		{[]string{"svm"}, false},
+		{[]string{"svm", "garbagecollector"}, true},
+	} {
+		o := NewOptions()
+		o.Controllers = tc.controllers
+		if got := o.runs(migrator); got != tc.runs {
+			t.Errorf("--controllers=%s: the storage version migrator runs = %v, want %v", strings.Join(tc.controllers, ","), got, tc.runs)
 		}
 	}
 }

@@ -38,9 +38,11 @@ const (
 	burstFactor = 100
 )
 
-// errNoGarbageCollector says what to change: the migrator walks the objects
-// in the garbage collector's caches rather than listing them again.
-var errNoGarbageCollector = fmt.Errorf("storage version migrator requires garbage collector: it migrates the objects the collector caches, and the collector is disabled or could not start; enable %s, or disable this controller too (e.g. --controllers=*,-%s,-svm)", garbagecollector.Name, garbagecollector.Name)
+// errNoGarbageCollector: the migrator walks the objects in the garbage
+// collector's caches rather than listing them again. The manager does not
+// start it when --controllers disables the collector, so this is the
+// collector having failed to start (its own health check says why).
+var errNoGarbageCollector = fmt.Errorf("storage version migrator requires garbage collector: it migrates the objects the collector caches, and %s did not start", garbagecollector.Name)
 
 // New builds the migrator for the manager, which runs it only with the
 // StorageVersionMigrator feature gate on. It returns nil (nothing to run)
