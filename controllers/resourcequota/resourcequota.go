@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/apiserver/pkg/quota/v1/generic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/kubernetes/pkg/controller"
 	resourcequotacontroller "k8s.io/kubernetes/pkg/controller/resourcequota"
@@ -40,11 +41,13 @@ const (
 // (quota changes, deletions of what it counts) recalculate it at once, and
 // admission charges creations.
 func New(ctx context.Context, c *controllercontext.Context, workers int, syncPeriod time.Duration) (func(context.Context), error) {
-	client, err := c.ClientBuilder.Client(identity)
+	config, err := c.ClientBuilder.Config(identity)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	config, err := c.ClientBuilder.Config(identity)
+	// One config for both clients: the client builder would look up the
+	// service account and start a token source for each.
+	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	clientgofeatures "k8s.io/client-go/features"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -73,8 +74,10 @@ func New(ctx context.Context, c *controllercontext.Context) (func(context.Contex
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	// Status updates go through a client with the usual limits.
-	client, err := c.ClientBuilder.Client(Name)
+	// Status updates go through a client with the usual limits. Built from
+	// config: the client builder would look up the service account and
+	// start a token source again.
+	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
