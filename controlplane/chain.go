@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
@@ -15,14 +14,13 @@ import (
 	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
 	corerest "k8s.io/kubernetes/pkg/registry/core/rest"
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
-
-	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 )
 
 // createServerChain wires the servers as upstream's generic sample does
 // (apiextensions → generic native APIs → aggregator), with our storage
-// providers in place of some of upstream's, and creates kube-system.
-func createServerChain(ctx context.Context, config genericserver.CompletedConfig) (*aggregatorapiserver.APIAggregator, error) {
+// providers in place of some of upstream's, and the added API groups, and
+// creates kube-system.
+func createServerChain(ctx context.Context, config genericserver.CompletedConfig, groups []APIGroup) (*aggregatorapiserver.APIAggregator, error) {
 	// 1. CRDs
 	notFoundHandler := notfoundhandler.New(config.ControlPlane.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey)
 	apiExtensionsServer, err := config.APIExtensions.New(genericapiserver.NewEmptyDelegateWithCustomHandler(notFoundHandler))
@@ -40,7 +38,7 @@ func createServerChain(ctx context.Context, config genericserver.CompletedConfig
 	if err != nil {
 		return nil, err
 	}
-	core, providers, err := storageProviders(config, client)
+	core, providers, err := storageProviders(config, client, groups)
 	if err != nil {
 		return nil, err
 	}
@@ -54,29 +52,18 @@ func createServerChain(ctx context.Context, config genericserver.CompletedConfig
 	// 3. Aggregator for APIServices, discovery and OpenAPI
 	aggregator, err := controlplaneapiserver.CreateAggregatorServer(config.Aggregator, nativeAPIs.GenericAPIServer,
 		apiExtensionsServer.Informers.Apiextensions().V1().CustomResourceDefinitions(), crdAPIEnabled,
-		apiServicePriorities())
+		apiServicePriorities(groups))
 	if err != nil {
 		return nil, fmt.Errorf("creating kube-aggregator: %w", err)
 	}
 	return aggregator, nil
 }
 
-// apiServicePriorities are upstream's, and ours: the aggregator registers a
-// local APIService only for the group versions listed here, and without one
-// a group is missing from the unaggregated discovery (/apis) that older
-// clients and RESTMappers read. Listed but not served (KANA off), a
-// version gets no APIService.
-func apiServicePriorities() map[schema.GroupVersion]controlplaneapiserver.APIServicePriority {
-	priorities := controlplaneapiserver.DefaultGenericAPIServicePriorities()
-	// After every built-in group, before custom resources.
-	priorities[networkingv1alpha1.SchemeGroupVersion] = controlplaneapiserver.APIServicePriority{Group: 15000, Version: 9}
-	return priorities
-}
-
 // storageProviders are upstream's generic storage providers, with the RBAC
 // one given a bootstrap hook that does not sleep before its first attempt
-// and the core one keeping its namespaces storage (returned too), and ours.
-func storageProviders(config genericserver.CompletedConfig, client kubernetes.Interface) (*coreStorage, []controlplaneapiserver.RESTStorageProvider, error) {
+// and the core one keeping its namespaces storage (returned too), and one
+// per added API group.
+func storageProviders(config genericserver.CompletedConfig, client kubernetes.Interface, groups []APIGroup) (*coreStorage, []controlplaneapiserver.RESTStorageProvider, error) {
 	providers, err := config.ControlPlane.GenericStorageProviders(client.Discovery())
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating storage providers: %w", err)
@@ -88,8 +75,12 @@ func storageProviders(config genericserver.CompletedConfig, client kubernetes.In
 	if err != nil {
 		return nil, nil, err
 	}
-	// Served only when its versions are enabled (the KANA gate, --runtime-config).
-	return core, append(providers, networkingStorage{}), nil
+	// Each is served only when its versions are enabled (defaults, feature
+	// gate, --runtime-config).
+	for _, g := range groups {
+		providers = append(providers, groupStorage{group: g})
+	}
+	return core, providers, nil
 }
 
 // withCoreStorage puts a coreStorage in place of upstream's core provider

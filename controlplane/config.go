@@ -3,7 +3,6 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -12,29 +11,24 @@ import (
 	svmv1 "k8s.io/api/storagemigration/v1"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/klog/v2"
 	aggregatorscheme "k8s.io/kube-aggregator/pkg/apiserver/scheme"
-	openapicommon "k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/controlplane"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 	cpadmission "k8s.io/kubernetes/pkg/controlplane/apiserver/admission"
-	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
 	kubefeatures "k8s.io/kubernetes/pkg/features"
-	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
 	"k8s.io/kubernetes/pkg/kubeapiserver/admission/exclusion"
 
-	networkingopenapi "sigs.k8s.io/sample-generic-controlplane/apis/generated/openapi"
-	"sigs.k8s.io/sample-generic-controlplane/apis/networking"
-	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/resourcequota"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
-	"sigs.k8s.io/sample-generic-controlplane/features"
 )
 
 // Config is a control plane's configuration, before defaults derived from
@@ -98,7 +92,7 @@ func NewConfig(ctx context.Context, opts CompletedOptions) (*Config, error) {
 	if etcd != nil {
 		apiServerCount = 1
 	}
-	apis, err := newAPIsConfig(opts.ControlPlane, apiServerCount)
+	apis, err := newAPIsConfig(opts, apiServerCount)
 	if err != nil {
 		return nil, fmt.Errorf("configuring the API servers: %w", err)
 	}
@@ -135,13 +129,9 @@ func (c *Config) Complete() (CompletedConfig, error) {
 	return CompletedConfig{&completedConfig{Options: c.Options, APIs: apis, EmbeddedEtcd: c.EmbeddedEtcd}}, nil
 }
 
-// newAPIsConfig configures the three servers of the chain as upstream's
-// generic sample does (genericserver.NewConfig), with our API group added:
-// its versions in the resource configuration (when the KANA gate is on) and
-// its OpenAPI definitions beside the built-in ones; and with
-// storagemigration.k8s.io/v1 served by default, as kube-apiserver does. apiServerCount is how
-// many API servers share the storage.
-func newAPIsConfig(opts cpoptions.CompletedOptions, apiServerCount int) (*genericserver.Config, error) {
+// DefaultResources are the generic resources the binary serves: upstream's
+// generic set, and storagemigration.k8s.io/v1, as kube-apiserver serves it.
+func DefaultResources() *serverstorage.ResourceConfig {
 	resources := controlplane.DefaultGenericAPIResourceConfigSource()
 	// Storage version migrations rewrite stored objects of any resource,
 	// custom ones included: generic. kube-apiserver serves v1 by default
@@ -151,14 +141,31 @@ func newAPIsConfig(opts cpoptions.CompletedOptions, apiServerCount int) (*generi
 	if utilfeature.DefaultFeatureGate.Enabled(kubefeatures.StorageVersionMigrator) {
 		resources.EnableVersions(svmv1.SchemeGroupVersion)
 	}
-	if utilfeature.DefaultFeatureGate.Enabled(features.KANA) {
-		resources.EnableVersions(networkingv1alpha1.SchemeGroupVersion)
+	return resources
+}
+
+// newAPIsConfig configures the three servers of the chain as upstream's
+// generic sample does (genericserver.NewConfig), serving the resources the
+// options choose and the API groups added to them: their versions in the
+// resource configuration (unless their feature gate is off), their types
+// in the scheme and their OpenAPI definitions beside the built-in ones.
+// apiServerCount is how many API servers share the storage.
+func newAPIsConfig(o CompletedOptions, apiServerCount int) (*genericserver.Config, error) {
+	opts := o.ControlPlane
+	if err := installIntoScheme(o.APIGroups); err != nil {
+		return nil, err
+	}
+	resources := o.Resources()
+	for _, g := range o.APIGroups {
+		if !g.gatedOff() {
+			resources.EnableVersions(g.groupVersions()...)
+		}
 	}
 	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
 		opts,
 		[]*runtime.Scheme{legacyscheme.Scheme, apiextensionsapiserver.Scheme, aggregatorscheme.Scheme},
 		resources,
-		openAPIDefinitions,
+		openAPIDefinitions(o.APIGroups),
 		// No informer name: names are unique per process, and tests run
 		// several control planes in one (upstream's generic sample passes
 		// none either; it only labels informer metrics).
@@ -178,13 +185,19 @@ func newAPIsConfig(opts cpoptions.CompletedOptions, apiServerCount int) (*generi
 			return nil, err
 		}
 	}
-	if !utilfeature.DefaultFeatureGate.Enabled(features.KANA) {
-		// Not even --runtime-config=api/all=true serves it with the gate
-		// off (enabling it by name is refused in validation).
-		genericConfig.MergedResourceConfig.DisableVersions(networkingv1alpha1.SchemeGroupVersion)
+	for _, g := range o.APIGroups {
+		if g.gatedOff() {
+			// Not even --runtime-config=api/all=true serves it with the
+			// gate off (enabling it by name is refused in validation).
+			genericConfig.MergedResourceConfig.DisableVersions(g.groupVersions()...)
+		}
+		if !g.Protobuf {
+			// Stored as JSON, as custom resources are.
+			for _, resource := range g.Resources {
+				storageFactory.SetSerializer(schema.GroupResource{Group: g.Name, Resource: resource}, runtime.ContentTypeJSON, legacyscheme.Codecs)
+			}
+		}
 	}
-	// Our types have no protobuf encoding; store them as JSON, as CRDs are.
-	storageFactory.SetSerializer(networking.Resource("networkclaims"), runtime.ContentTypeJSON, legacyscheme.Codecs)
 	serviceResolver := webhook.NewDefaultServiceResolver()
 	// Quota admission enforces what our quota controller calculates: the
 	// same evaluators (upstream's are for kube-apiserver, with pods,
@@ -214,11 +227,4 @@ func newAPIsConfig(opts cpoptions.CompletedOptions, apiServerCount int) (*generi
 	// There are no Services to check remote APIServices' availability through.
 	aggregator.ExtraConfig.DisableRemoteAvailableConditionController = true
 	return &genericserver.Config{Options: opts, ControlPlane: kubeAPIs, APIExtensions: apiExtensions, Aggregator: aggregator}, nil
-}
-
-// openAPIDefinitions are upstream's and ours.
-func openAPIDefinitions(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
-	defs := generatedopenapi.GetOpenAPIDefinitions(ref)
-	maps.Copy(defs, networkingopenapi.GetOpenAPIDefinitions(ref))
-	return defs
 }

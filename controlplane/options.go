@@ -15,21 +15,16 @@ import (
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
-	validatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
-	genericoptions "k8s.io/apiserver/pkg/server/options"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/metrics"
 	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
 	authzmodes "k8s.io/kubernetes/pkg/kubeapiserver/authorizer/modes"
 
-	"sigs.k8s.io/sample-generic-controlplane/apis/networking"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/admission/wellknownclaims"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
-	"sigs.k8s.io/sample-generic-controlplane/features"
 )
 
 const (
@@ -56,10 +51,23 @@ type Options struct {
 	DataDir string
 	// TLSSANs are extra DNS names and IPs for the serving certificate.
 	TLSSANs []string
-	// EmbeddedEtcd tunes the etcd member started when no --etcd-servers are given.
-	EmbeddedEtcd EmbeddedEtcdOptions
-	// Controllers configure the in-process controllers.
+	// EmbeddedEtcd tunes the etcd member started when no --etcd-servers are
+	// given. Nil: this control plane has no embedded etcd, and
+	// --etcd-servers is required.
+	EmbeddedEtcd *EmbeddedEtcdOptions
+	// Controllers configure the in-process controllers; AddControllers adds
+	// a program's own. Nil: this control plane runs no controllers.
 	Controllers *manager.Options
+	// Resources returns the generic resources served unless --runtime-config
+	// says otherwise; nil serves DefaultResources. Set it to serve fewer,
+	// e.g. only namespaces, RBAC and leases. CustomResourceDefinitions and
+	// APIServices are served by servers of their own in the chain
+	// (--runtime-config=apiextensions.k8s.io/v1=false turns CRDs off).
+	Resources func() *serverstorage.ResourceConfig
+
+	// Added by the extension points (extensions.go).
+	apiGroups  []APIGroup
+	bootstraps []Bootstrap
 }
 
 // EmbeddedEtcdOptions tune the in-process etcd member.
@@ -84,31 +92,15 @@ func NewOptions() *Options {
 	// it leaves them open, and the HTTP server's shutdown waits for them
 	// until it times out.
 	cp.GenericServerRunOptions.ShutdownWatchTerminationGracePeriod = 2 * time.Second
-	registerAdmissionPlugins(cp.Admission.GenericAdmission)
 	return &Options{
 		ControlPlane: cp,
 		DataDir:      DefaultDataDir(),
-		EmbeddedEtcd: EmbeddedEtcdOptions{
+		EmbeddedEtcd: &EmbeddedEtcdOptions{
 			QuotaBackendBytes: embeddedetcd.DefaultQuotaBackendBytes,
 			LogLevel:          "warn",
 		},
 		Controllers: manager.NewOptions(),
 	}
-}
-
-// registerAdmissionPlugins adds our API's admission plugins, on by
-// default, to upstream's. They validate only, and run before the admission
-// policies and webhooks, as upstream's built-in validating plugins do:
-// users' policies and webhooks never see a request ours refuse.
-func registerAdmissionPlugins(admission *genericoptions.AdmissionOptions) {
-	wellknownclaims.Register(admission.Plugins)
-	// Upstream's order is a package-level slice: insert into a copy.
-	order := slices.Clone(admission.RecommendedPluginOrder)
-	at := slices.Index(order, validatingadmissionpolicy.PluginName)
-	if at < 0 {
-		at = len(order)
-	}
-	admission.RecommendedPluginOrder = slices.Insert(order, at, wellknownclaims.PluginName)
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/sample-generic-controlplane, falling back
@@ -126,7 +118,7 @@ func DefaultDataDir() string {
 // AddFlags adds the upstream flag sets and ours, each in its named section.
 func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	o.ControlPlane.AddFlags(fss)
-	if f := fss.FlagSet("etcd").Lookup("etcd-servers"); f != nil {
+	if f := fss.FlagSet("etcd").Lookup("etcd-servers"); f != nil && o.EmbeddedEtcd != nil {
 		f.Usage += " Leave empty (the default) to run an embedded etcd member under --data-dir."
 	}
 
@@ -134,8 +126,12 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory holding the embedded etcd data (etcd/), the certificates and keys (pki/) and admin.kubeconfig. Created with mode 0700. Defaults to $XDG_DATA_HOME/sample-generic-controlplane or ~/.local/share/sample-generic-controlplane.")
 	fs.StringSliceVar(&o.TLSSANs, "tls-san", o.TLSSANs, "Extra DNS names or IP addresses for the generated serving certificate, beside localhost, 127.0.0.1, ::1 and --bind-address.")
 
-	o.Controllers.AddFlags(fss.FlagSet("controllers"))
-
+	if o.Controllers != nil {
+		o.Controllers.AddFlags(fss.FlagSet("controllers"))
+	}
+	if o.EmbeddedEtcd == nil {
+		return
+	}
 	efs := fss.FlagSet("embedded etcd")
 	efs.Int64Var(&o.EmbeddedEtcd.QuotaBackendBytes, "embedded-etcd-quota-bytes", o.EmbeddedEtcd.QuotaBackendBytes, "Size in bytes at which the embedded etcd database stops accepting writes. Ignored with --etcd-servers.")
 	efs.StringVar(&o.EmbeddedEtcd.LogLevel, "embedded-etcd-log-level", o.EmbeddedEtcd.LogLevel, "Log level of the embedded etcd: debug, info, warn or error. Ignored with --etcd-servers.")
@@ -143,7 +139,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 
 // Embedded reports whether the control plane runs its own etcd member.
 func (o *Options) Embedded() bool {
-	return len(o.ControlPlane.Etcd.StorageConfig.Transport.ServerList) == 0
+	return o.EmbeddedEtcd != nil && len(o.ControlPlane.Etcd.StorageConfig.Transport.ServerList) == 0
 }
 
 // validate checks our own options before anything is written to disk.
@@ -152,7 +148,10 @@ func (o *Options) validate() error {
 	if o.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty; write e.g. --data-dir=$HOME/.local/share/sample-generic-controlplane"))
 	}
-	if o.EmbeddedEtcd.QuotaBackendBytes <= 0 {
+	if o.EmbeddedEtcd == nil && len(o.ControlPlane.Etcd.StorageConfig.Transport.ServerList) == 0 {
+		errs = append(errs, errors.New("--etcd-servers is required: this control plane has no embedded etcd; write e.g. --etcd-servers=https://127.0.0.1:2379"))
+	}
+	if o.EmbeddedEtcd != nil && o.EmbeddedEtcd.QuotaBackendBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--embedded-etcd-quota-bytes must be positive, got %d; write e.g. --embedded-etcd-quota-bytes=%d", o.EmbeddedEtcd.QuotaBackendBytes, embeddedetcd.DefaultQuotaBackendBytes))
 	}
 	for _, server := range o.ControlPlane.Etcd.StorageConfig.Transport.ServerList {
@@ -160,16 +159,21 @@ func (o *Options) validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if err := o.Controllers.Validate(); err != nil {
-		errs = append(errs, err)
+	if o.Controllers != nil {
+		if err := o.Controllers.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	// Validated here: complete applies them and leaves them out of the
 	// completed options (see applyMetrics).
 	errs = append(errs, o.ControlPlane.Metrics.Validate()...)
-	if !utilfeature.DefaultFeatureGate.Enabled(features.KANA) {
+	for _, g := range o.apiGroups {
+		if !g.gatedOff() {
+			continue
+		}
 		for key, value := range o.ControlPlane.APIEnablement.RuntimeConfig {
-			if strings.HasPrefix(key, networking.GroupName+"/") && value != "false" {
-				errs = append(errs, fmt.Errorf("--runtime-config=%s enables the NetworkClaim API, which the KANA feature gate turns off: add --feature-gates=KANA=true, or drop %s from --runtime-config", key, key))
+			if strings.HasPrefix(key, g.Name+"/") && value != "false" {
+				errs = append(errs, fmt.Errorf("--runtime-config=%s enables %s, which the %s feature gate turns off: add --feature-gates=%s=true, or drop %s from --runtime-config", key, g.Name, g.FeatureGate, g.FeatureGate, key))
 			}
 		}
 	}
@@ -220,8 +224,12 @@ type completedOptions struct {
 	PKI          *bootstrap.PKI
 	// EtcdSocket is the embedded etcd's client socket; empty with external etcd.
 	EtcdSocket   string
-	EmbeddedEtcd EmbeddedEtcdOptions
-	Controllers  *manager.Options
+	EmbeddedEtcd *EmbeddedEtcdOptions
+	// Controllers is nil when the control plane runs none.
+	Controllers *manager.Options
+	Resources   func() *serverstorage.ResourceConfig
+	APIGroups   []APIGroup
+	Bootstraps  []Bootstrap
 
 	lock *dataDirLock
 	// cleanups run at Release, e.g. removing a socket dir outside the data dir.
@@ -265,7 +273,12 @@ func (o *Options) Complete(ctx context.Context) (CompletedOptions, error) {
 	if err != nil {
 		return CompletedOptions{}, err
 	}
-	c := &completedOptions{DataDir: dataDir, EmbeddedEtcd: o.EmbeddedEtcd, lock: lock}
+	resources := o.Resources
+	if resources == nil {
+		resources = DefaultResources
+	}
+	c := &completedOptions{DataDir: dataDir, EmbeddedEtcd: o.EmbeddedEtcd, Resources: resources,
+		APIGroups: slices.Clone(o.apiGroups), Bootstraps: slices.Clone(o.bootstraps), lock: lock}
 	if err := o.complete(ctx, c); err != nil {
 		c.Release()
 		return CompletedOptions{}, err
@@ -275,8 +288,12 @@ func (o *Options) Complete(ctx context.Context) (CompletedOptions, error) {
 
 func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 	cp := copyForCompletion(o.ControlPlane)
-	controllers := *o.Controllers
-	c.Controllers = &controllers
+	// Completion fills in defaults (files of the PKI) on a copy.
+	controllers := &manager.Options{}
+	if o.Controllers != nil {
+		copied := *o.Controllers
+		controllers, c.Controllers = &copied, &copied
+	}
 	pki, err := bootstrap.EnsurePKI(filepath.Join(c.DataDir, "pki"), o.servingHosts())
 	if err != nil {
 		return fmt.Errorf("preparing certificates in %s: %w", c.DataDir, err)

@@ -96,23 +96,33 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("writing admin kubeconfig: %w", err)
 	}
 
-	chain, err := createServerChain(ctx, s.config.APIs)
+	chain, err := createServerChain(ctx, s.config.APIs, opts.APIGroups)
 	if err != nil {
 		return err
 	}
-	if networkClaimsServed(s.config.APIs.ControlPlane.Generic.MergedResourceConfig) {
-		// Readiness waits for it: the roles that let components claim
-		// address space exist before the server reports ready.
-		if err := chain.GenericAPIServer.AddPostStartHook(networkingPolicyHook, ensureNetworkingPolicy); err != nil {
+	// Readiness waits for each: e.g. the roles that let components use an
+	// added API exist before the server reports ready.
+	bootstraps := opts.Bootstraps
+	if opts.Controllers != nil {
+		bootstraps = append([]Bootstrap{controllerRoles(opts.Controllers)}, bootstraps...)
+	}
+	for _, b := range bootstraps {
+		if !b.runs(s.config.APIs.ControlPlane.Generic.MergedResourceConfig) {
+			continue
+		}
+		if err := chain.GenericAPIServer.AddPostStartHook(b.Name, b.hook()); err != nil {
 			return err
 		}
 	}
 
 	// One liveness check per enabled controller: /livez/controller-<name>.
 	// Not readiness: the controllers start only once the server is ready.
-	health := manager.NewHealth(opts.Controllers)
-	if err := chain.GenericAPIServer.AddLivezChecks(0, health.Checks()...); err != nil {
-		return fmt.Errorf("adding controller health checks: %w", err)
+	var health *manager.Health
+	if opts.Controllers != nil {
+		health = manager.NewHealth(opts.Controllers)
+		if err := chain.GenericAPIServer.AddLivezChecks(0, health.Checks()...); err != nil {
+			return fmt.Errorf("adding controller health checks: %w", err)
+		}
 	}
 	prepared, err := chain.PrepareRun()
 	if err != nil {
@@ -157,6 +167,9 @@ func (s *Server) Run(ctx context.Context) error {
 // system:kube-controller-manager; each controller then acts as its own
 // service account.
 func (s *Server) runControllers(ctx context.Context, health *manager.Health) {
+	if s.config.Options.Controllers == nil {
+		return
+	}
 	select {
 	case <-s.ready:
 	case <-ctx.Done():

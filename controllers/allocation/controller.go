@@ -22,6 +22,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +44,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/client/informers/externalversions"
 	listers "sigs.k8s.io/sample-generic-controlplane/client/listers/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry/prefixindex"
-	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
 const (
@@ -63,9 +64,26 @@ const (
 	EventReleased    = "Released"
 )
 
-// New builds the controller for the manager, which runs it only with the
-// KANA feature gate on: without it, NetworkClaims are not served.
-func New(ctx context.Context, c *controllercontext.Context) (func(context.Context), error) {
+// Descriptor registers the controller with a manager. The plug-in that
+// serves NetworkClaims adds its feature gate.
+func Descriptor() controller.Descriptor {
+	group := networkingv1alpha1.GroupName
+	return controller.Descriptor{
+		Name:           Name,
+		ServiceAccount: Identity,
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{group}, Resources: []string{"networkclaims"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{group}, Resources: []string{"networkclaims/status"}, Verbs: []string{"update", "patch"}},
+			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "update", "patch"}},
+		},
+		New: func(ctx context.Context, c *controller.Context) (controller.Run, error) {
+			return New(ctx, c)
+		},
+	}
+}
+
+// New builds the controller.
+func New(ctx context.Context, c *controller.Context) (func(context.Context), error) {
 	config, err := c.ClientBuilder.Config(Identity)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -129,7 +147,7 @@ func NewController(ctx context.Context, client versioned.Interface, eventClient 
 				o.ResourceVersion = ""
 			}
 		}),
-		externalversions.WithTransform(controllercontext.TrimManagedFields))
+		externalversions.WithTransform(controller.TrimManagedFields))
 	informer := factory.Networking().V1alpha1().NetworkClaims()
 	broadcaster := record.NewBroadcaster()
 	c := &Controller{

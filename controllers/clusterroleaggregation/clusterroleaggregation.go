@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
 
-	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
 const (
@@ -21,11 +21,23 @@ const (
 )
 
 // New builds the controller; run the returned function to start it.
-func New(_ context.Context, c *controllercontext.Context) (func(context.Context), error) {
+func New(_ context.Context, c *controller.Context) (func(context.Context), error) {
 	client, err := c.ClientBuilder.Client(identity)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	controller := clusterroleaggregation.NewClusterRoleAggregation(c.InformerFactory.Rbac().V1().ClusterRoles(), client.RbacV1())
 	return func(ctx context.Context) { controller.Run(ctx, workers) }, nil
+}
+
+// Descriptor registers the controller with the manager.
+func Descriptor() controller.Descriptor {
+	return controller.Descriptor{
+		Name:           Name,
+		Aliases:        []string{"clusterrole-aggregation-controller"},
+		ServiceAccount: identity,
+		New: func(ctx context.Context, c *controller.Context) (controller.Run, error) {
+			return New(ctx, c)
+		},
+	}
 }

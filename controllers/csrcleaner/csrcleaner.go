@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/kubernetes/pkg/controller/certificates/cleaner"
 
-	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
 const (
@@ -21,7 +21,7 @@ const (
 )
 
 // New builds the cleaner; run the returned function to start it.
-func New(_ context.Context, c *controllercontext.Context) (func(context.Context), error) {
+func New(_ context.Context, c *controller.Context) (func(context.Context), error) {
 	client, err := c.ClientBuilder.Client(identity)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -29,4 +29,16 @@ func New(_ context.Context, c *controllercontext.Context) (func(context.Context)
 	cc := cleaner.NewCSRCleanerController(client.CertificatesV1().CertificateSigningRequests(),
 		c.InformerFactory.Certificates().V1().CertificateSigningRequests())
 	return func(ctx context.Context) { cc.Run(ctx, workers) }, nil
+}
+
+// Descriptor registers the controller with the manager.
+func Descriptor() controller.Descriptor {
+	return controller.Descriptor{
+		Name:           Name,
+		Aliases:        []string{"certificatesigningrequest-cleaner-controller"},
+		ServiceAccount: identity,
+		New: func(ctx context.Context, c *controller.Context) (controller.Run, error) {
+			return New(ctx, c)
+		},
+	}
 }

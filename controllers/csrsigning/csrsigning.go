@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/certificates/signer"
 
-	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
 const (
@@ -25,7 +25,7 @@ const (
 
 // New builds the signer from the CA in certFile and keyFile; certificates it
 // issues are valid for ttl. Without a CA it returns nil (nothing to run).
-func New(ctx context.Context, c *controllercontext.Context, certFile, keyFile string, ttl time.Duration) (func(context.Context), error) {
+func New(ctx context.Context, c *controller.Context, certFile, keyFile string, ttl time.Duration) (func(context.Context), error) {
 	if certFile == "" || keyFile == "" {
 		klog.FromContext(ctx).Info("No --cluster-signing-cert-file and --cluster-signing-key-file; CSRs are not signed", "controller", Name)
 		return nil, nil
@@ -40,4 +40,16 @@ func New(ctx context.Context, c *controllercontext.Context, certFile, keyFile st
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return func(ctx context.Context) { s.Run(ctx, workers) }, nil
+}
+
+// Descriptor registers the controller with the manager.
+func Descriptor() controller.Descriptor {
+	return controller.Descriptor{
+		Name:           Name,
+		Aliases:        []string{"certificatesigningrequest-signing-controller"},
+		ServiceAccount: identity,
+		New: func(ctx context.Context, c *controller.Context) (controller.Run, error) {
+			return New(ctx, c, c.Settings.ClusterSigningCertFile, c.Settings.ClusterSigningKeyFile, c.Settings.ClusterSigningDuration)
+		},
+	}
 }

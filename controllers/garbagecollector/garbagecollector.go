@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
 
-	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
 const (
@@ -37,7 +37,7 @@ const (
 )
 
 // New builds the garbage collector; run the returned function to start it.
-func New(ctx context.Context, c *controllercontext.Context, workers int) (func(context.Context), error) {
+func New(ctx context.Context, c *controller.Context, workers int) (func(context.Context), error) {
 	config, err := c.ClientBuilder.Config(identity)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -64,4 +64,16 @@ func New(ctx context.Context, c *controllercontext.Context, workers int) (func(c
 		go gc.Sync(ctx, client.Discovery(), discoverySyncPeriod)
 		gc.Run(ctx, workers, initialSyncTimeout)
 	}, nil
+}
+
+// Descriptor registers the controller with the manager.
+func Descriptor() controller.Descriptor {
+	return controller.Descriptor{
+		Name:           Name,
+		Aliases:        []string{"garbage-collector-controller"},
+		ServiceAccount: identity,
+		New: func(ctx context.Context, c *controller.Context) (controller.Run, error) {
+			return New(ctx, c, c.Settings.ConcurrentGCSyncs)
+		},
+	}
 }

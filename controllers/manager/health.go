@@ -20,11 +20,11 @@ type Health struct {
 // NewHealth returns the health of the controllers o enables.
 func NewHealth(o *Options) *Health {
 	h := &Health{status: map[string]error{}}
-	for _, c := range registry {
-		if !o.runs(c) {
+	for _, d := range o.descriptors {
+		if !o.runs(d) {
 			continue
 		}
-		name := c.name
+		name := d.Name
 		h.checks = append(h.checks, healthz.NamedCheck("controller-"+name, func(*http.Request) error {
 			h.mu.Lock()
 			defer h.mu.Unlock()

@@ -5,14 +5,18 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/rest"
 
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/serviceaccount"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/storageversionmigrator"
 )
 
 func TestEnabled(t *testing.T) {
@@ -46,12 +50,7 @@ func TestEnabled(t *testing.T) {
 // collector, the storage version migrator (which walks its caches) is left
 // out rather than failing.
 func TestRequiredControllers(t *testing.T) {
-	var migrator controller
-	for _, c := range registry {
-		if c.name == "storage-version-migrator-controller" {
-			migrator = c
-		}
-	}
+	migrator := storageversionmigrator.Descriptor()
 	for _, tc := range []struct {
 		controllers []string
 		runs        bool
@@ -74,14 +73,77 @@ func TestRequiredControllers(t *testing.T) {
 // silently select another controller than the user meant.
 func TestNamesAndAliasesAreUnique(t *testing.T) {
 	seen := map[string]string{}
-	for _, c := range registry {
-		for _, n := range append([]string{c.name}, c.aliases...) {
+	for _, d := range GenericControllers() {
+		for _, n := range append([]string{d.Name}, d.Aliases...) {
 			if other, ok := seen[n]; ok {
-				t.Errorf("%q names both %s and %s", n, other, c.name)
+				t.Errorf("%q names both %s and %s", n, other, d.Name)
 			}
-			seen[n] = c.name
+			seen[n] = d.Name
 		}
 	}
+}
+
+// A distribution's controller is known exactly as the generic ones are:
+// --controllers selects it by name or alias, validation accepts it, and it
+// gets a health check. A descriptor that would be ambiguous or could not
+// be built is refused with what is wrong.
+func TestAddControllers(t *testing.T) {
+	noop := func(context.Context, *controller.Context) (controller.Run, error) { return nil, nil }
+	hello := controller.Descriptor{Name: "hello", Aliases: []string{"hello-controller"}, ServiceAccount: "hello", New: noop,
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}}}}
+	o := NewOptions()
+	if err := o.AddControllers(hello); err != nil {
+		t.Fatalf("AddControllers: %v", err)
+	}
+	if known := o.KnownControllers(); known[len(known)-1] != "hello" {
+		t.Errorf("known controllers %v, want hello last (started after the generic ones)", known)
+	}
+	o.Controllers = []string{"*", "-hello-controller"}
+	if err := o.Validate(); err != nil {
+		t.Errorf("--controllers with the alias of an added controller: %v", err)
+	}
+	if o.Enabled("hello") {
+		t.Error("hello is enabled although its alias disables it")
+	}
+	o.Controllers = []string{"hello"}
+	if names := checkNames(NewHealth(o)); !slices.Equal(names, []string{"controller-hello"}) {
+		t.Errorf("health checks %v, want controller-hello", names)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		d       controller.Descriptor
+		wantErr string
+	}{
+		{"no name", controller.Descriptor{New: noop}, "needs a Name"},
+		{"no New", controller.Descriptor{Name: "x"}, "needs New"},
+		{"rules without service account", controller.Descriptor{Name: "x", New: noop, Rules: hello.Rules}, "ServiceAccount, which is empty"},
+		{"taken name", controller.Descriptor{Name: "namespace", New: noop}, `the name "namespace" is taken`},
+		{"taken alias", controller.Descriptor{Name: "x", Aliases: []string{"svm"}, New: noop}, `the name "svm" is taken`},
+		{"name of an earlier alias", controller.Descriptor{Name: "hello-controller", New: noop}, "taken"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewOptions()
+			if err := o.AddControllers(hello); err != nil {
+				t.Fatal(err)
+			}
+			err := o.AddControllers(tc.d)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			}
+			if len(o.Descriptors()) != len(GenericControllers())+1 {
+				t.Errorf("a refused descriptor was added")
+			}
+		})
+	}
+}
+
+func checkNames(h *Health) []string {
+	var names []string
+	for _, c := range h.Checks() {
+		names = append(names, c.Name())
+	}
+	return names
 }
 
 func TestValidate(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	namespacecontroller "k8s.io/kubernetes/pkg/controller/namespace"
 
-	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
 const (
@@ -60,7 +60,7 @@ func discoveryAfterFirstSuccess(ctx context.Context, discover func() ([]*metav1.
 }
 
 // New builds the namespace controller; run the returned function to start it.
-func New(ctx context.Context, c *controllercontext.Context, workers int) (func(context.Context), error) {
+func New(ctx context.Context, c *controller.Context, workers int) (func(context.Context), error) {
 	config, err := c.ClientBuilder.Config(identity)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -83,4 +83,16 @@ func New(ctx context.Context, c *controllercontext.Context, workers int) (func(c
 	controller := namespacecontroller.NewNamespaceController(ctx, client, metadataClient, discover,
 		c.InformerFactory.Core().V1().Namespaces(), resyncPeriod, v1.FinalizerKubernetes)
 	return func(ctx context.Context) { controller.Run(ctx, workers) }, nil
+}
+
+// Descriptor registers the controller with the manager.
+func Descriptor() controller.Descriptor {
+	return controller.Descriptor{
+		Name:           Name,
+		Aliases:        []string{"namespace-controller"},
+		ServiceAccount: identity,
+		New: func(ctx context.Context, c *controller.Context) (controller.Run, error) {
+			return New(ctx, c, c.Settings.ConcurrentNamespaceSyncs)
+		},
+	}
 }

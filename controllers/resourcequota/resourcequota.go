@@ -16,10 +16,10 @@ import (
 	"k8s.io/apiserver/pkg/quota/v1/generic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/kubernetes/pkg/controller"
+	kubecontroller "k8s.io/kubernetes/pkg/controller"
 	resourcequotacontroller "k8s.io/kubernetes/pkg/controller/resourcequota"
 
-	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
 const (
@@ -40,7 +40,7 @@ const (
 // syncPeriod is how often every quota is recalculated in full: events
 // (quota changes, deletions of what it counts) recalculate it at once, and
 // admission charges creations.
-func New(ctx context.Context, c *controllercontext.Context, workers int, syncPeriod time.Duration) (func(context.Context), error) {
+func New(ctx context.Context, c *controller.Context, workers int, syncPeriod time.Duration) (func(context.Context), error) {
 	config, err := c.ClientBuilder.Config(identity)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -63,13 +63,13 @@ func New(ctx context.Context, c *controllercontext.Context, workers int, syncPer
 	rq, err := resourcequotacontroller.NewController(ctx, &resourcequotacontroller.ControllerOptions{
 		QuotaClient:               client.CoreV1(),
 		ResourceQuotaInformer:     c.InformerFactory.Core().V1().ResourceQuotas(),
-		ResyncPeriod:              controller.StaticResyncPeriodFunc(syncPeriod),
+		ResyncPeriod:              kubecontroller.StaticResyncPeriodFunc(syncPeriod),
 		Registry:                  newRegistry(quotaConfig.Evaluators(), quotaConfig.IgnoredResources(), c.RESTMapper, metadataClient),
 		DiscoveryFunc:             discover,
 		IgnoredResourcesFunc:      quotaConfig.IgnoredResources,
 		InformersStarted:          c.InformersStarted,
 		InformerFactory:           c.ObjectOrMetadataInformerFactory,
-		ReplenishmentResyncPeriod: controller.StaticResyncPeriodFunc(12 * time.Hour),
+		ReplenishmentResyncPeriod: kubecontroller.StaticResyncPeriodFunc(12 * time.Hour),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -78,4 +78,16 @@ func New(ctx context.Context, c *controllercontext.Context, workers int, syncPer
 		go rq.Sync(ctx, discover, discoverySyncPeriod)
 		rq.Run(ctx, workers)
 	}, nil
+}
+
+// Descriptor registers the controller with the manager.
+func Descriptor() controller.Descriptor {
+	return controller.Descriptor{
+		Name:           Name,
+		Aliases:        []string{"resourcequota-controller"},
+		ServiceAccount: identity,
+		New: func(ctx context.Context, c *controller.Context) (controller.Run, error) {
+			return New(ctx, c, c.Settings.ConcurrentQuotaSyncs, c.Settings.ResourceQuotaSyncPeriod)
+		},
+	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/kubernetes/pkg/controller/certificates/rootcacertpublisher"
 
-	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
 const (
@@ -22,7 +22,7 @@ const (
 )
 
 // New builds the controller; run the returned function to start it.
-func New(_ context.Context, c *controllercontext.Context) (func(context.Context), error) {
+func New(_ context.Context, c *controller.Context) (func(context.Context), error) {
 	if len(c.RootCA) == 0 {
 		return nil, errors.New(Name + ": no root CA to publish")
 	}
@@ -35,4 +35,16 @@ func New(_ context.Context, c *controllercontext.Context) (func(context.Context)
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return func(ctx context.Context) { publisher.Run(ctx, workers) }, nil
+}
+
+// Descriptor registers the controller with the manager.
+func Descriptor() controller.Descriptor {
+	return controller.Descriptor{
+		Name:           Name,
+		Aliases:        []string{"root-ca-certificate-publisher-controller"},
+		ServiceAccount: identity,
+		New: func(ctx context.Context, c *controller.Context) (controller.Run, error) {
+			return New(ctx, c)
+		},
+	}
 }

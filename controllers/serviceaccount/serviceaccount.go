@@ -10,7 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	sacontroller "k8s.io/kubernetes/pkg/controller/serviceaccount"
 
-	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
 const (
@@ -21,7 +21,7 @@ const (
 )
 
 // New builds the controller; run the returned function to start it.
-func New(ctx context.Context, c *controllercontext.Context) (func(context.Context), error) {
+func New(ctx context.Context, c *controller.Context) (func(context.Context), error) {
 	client, err := c.ClientBuilder.Client(identity)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -33,4 +33,16 @@ func New(ctx context.Context, c *controllercontext.Context) (func(context.Contex
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return func(ctx context.Context) { controller.Run(ctx, workers) }, nil
+}
+
+// Descriptor registers the controller with the manager.
+func Descriptor() controller.Descriptor {
+	return controller.Descriptor{
+		Name:           Name,
+		Aliases:        []string{"serviceaccount-controller"},
+		ServiceAccount: identity,
+		New: func(ctx context.Context, c *controller.Context) (controller.Run, error) {
+			return New(ctx, c)
+		},
+	}
 }

@@ -15,7 +15,7 @@ import (
 	sacontroller "k8s.io/kubernetes/pkg/controller/serviceaccount"
 	"k8s.io/kubernetes/pkg/serviceaccount"
 
-	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
 const (
@@ -27,7 +27,7 @@ const (
 // New builds the controller, which signs tokens with the private key in
 // keyFile; without one it returns nil (nothing to run). Like kube-controller-manager's, it acts as the manager itself:
 // it writes token secrets for every service account.
-func New(ctx context.Context, c *controllercontext.Context, keyFile string) (func(context.Context), error) {
+func New(ctx context.Context, c *controller.Context, keyFile string) (func(context.Context), error) {
 	if keyFile == "" {
 		// Tokens are signed elsewhere (--service-account-signing-endpoint).
 		klog.FromContext(ctx).Info("No --service-account-private-key-file; legacy token secrets are not filled", "controller", Name)
@@ -52,4 +52,15 @@ func New(ctx context.Context, c *controllercontext.Context, keyFile string) (fun
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return func(ctx context.Context) { controller.Run(ctx, workers) }, nil
+}
+
+// Descriptor registers the controller with the manager.
+func Descriptor() controller.Descriptor {
+	return controller.Descriptor{
+		Name:    Name,
+		Aliases: []string{"serviceaccount-token-controller"},
+		New: func(ctx context.Context, c *controller.Context) (controller.Run, error) {
+			return New(ctx, c, c.Settings.ServiceAccountKeyFile)
+		},
+	}
 }

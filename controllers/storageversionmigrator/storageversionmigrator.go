@@ -20,10 +20,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	svm "k8s.io/kubernetes/pkg/controller/storageversionmigrator"
 
-	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	kubefeatures "k8s.io/kubernetes/pkg/features"
+
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/garbagecollector"
 )
 
@@ -49,7 +52,7 @@ var errNoGarbageCollector = fmt.Errorf("storage version migrator requires garbag
 // StorageVersionMigrator feature gate on. It returns nil (nothing to run)
 // when the API is not served or client-go's informers do not report
 // resource versions, and an error without the garbage collector.
-func New(ctx context.Context, c *controllercontext.Context) (func(context.Context), error) {
+func New(ctx context.Context, c *controller.Context) (func(context.Context), error) {
 	logger := klog.FromContext(ctx)
 	if !clientgofeatures.FeatureGates().Enabled(clientgofeatures.InformerResourceVersion) {
 		logger.V(2).Info("Controller not started: the InformerResourceVersion feature gate is off", "controller", Name)
@@ -145,4 +148,22 @@ func raiseLimits(config *rest.Config) *rest.Config {
 	config.QPS *= qpsFactor
 	config.Burst *= burstFactor
 	return config
+}
+
+// Descriptor registers the migrator with the manager. It migrates what the
+// garbage collector caches: kube-controller-manager refuses to start
+// without the collector; here --controllers=*,-garbagecollector (which
+// worked before the migrator existed) leaves the migrator out too, and the
+// manager says so once.
+func Descriptor() controller.Descriptor {
+	return controller.Descriptor{
+		Name:                 Name,
+		Aliases:              []string{"svm"},
+		RequiredFeatureGates: []featuregate.Feature{kubefeatures.StorageVersionMigrator},
+		RequiredControllers:  []string{garbagecollector.Name},
+		ServiceAccount:       Name,
+		New: func(ctx context.Context, c *controller.Context) (controller.Run, error) {
+			return New(ctx, c)
+		},
+	}
 }

@@ -15,7 +15,7 @@ import (
 	"k8s.io/component-base/featuregate"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
-	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
 // mapperServing is a REST mapper over a discovery that lists the given
@@ -52,7 +52,7 @@ func TestNewWithoutWhatItNeeds(t *testing.T) {
 			for _, gate := range tc.gatesOff {
 				featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, gate, false)
 			}
-			c := &controllercontext.Context{RESTMapper: mapperServing(tc.served...)}
+			c := &controller.Context{RESTMapper: mapperServing(tc.served...)}
 			run, err := New(t.Context(), c)
 			if !errors.Is(err, tc.wantError) {
 				t.Fatalf("error %v, want %v", err, tc.wantError)

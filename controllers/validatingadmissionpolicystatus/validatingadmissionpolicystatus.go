@@ -16,7 +16,7 @@ import (
 	"k8s.io/kubernetes/pkg/controller/validatingadmissionpolicystatus"
 	"k8s.io/kubernetes/pkg/generated/openapi"
 
-	"sigs.k8s.io/sample-generic-controlplane/controllers/controllercontext"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
 const (
@@ -27,7 +27,7 @@ const (
 )
 
 // New builds the controller; run the returned function to start it.
-func New(_ context.Context, c *controllercontext.Context) (func(context.Context), error) {
+func New(_ context.Context, c *controller.Context) (func(context.Context), error) {
 	discoveryClient, err := c.ClientBuilder.DiscoveryClient(identity)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -49,4 +49,16 @@ func New(_ context.Context, c *controllercontext.Context) (func(context.Context)
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return func(ctx context.Context) { controller.Run(ctx, workers) }, nil
+}
+
+// Descriptor registers the controller with the manager.
+func Descriptor() controller.Descriptor {
+	return controller.Descriptor{
+		Name:           Name,
+		Aliases:        []string{"validatingadmissionpolicy-status-controller"},
+		ServiceAccount: identity,
+		New: func(ctx context.Context, c *controller.Context) (controller.Run, error) {
+			return New(ctx, c)
+		},
+	}
 }

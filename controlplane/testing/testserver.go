@@ -43,6 +43,11 @@ type Options struct {
 	Flags []string
 	// StartTimeout bounds the wait for readiness; DefaultStartTimeout if zero.
 	StartTimeout time.Duration
+	// Customize, if set, is given the options before Flags are parsed, to
+	// compose the control plane as a program embedding it does: add API
+	// groups, controllers, admission plugins and bootstraps, or choose the
+	// served resources. The binary's composition is kana.Install.
+	Customize func(*controlplane.Options) error
 }
 
 // TestServer is a running control plane.
@@ -95,6 +100,11 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 		opts.StartTimeout = DefaultStartTimeout
 	}
 	o := controlplane.NewOptions()
+	if opts.Customize != nil {
+		if err := opts.Customize(o); err != nil {
+			return nil, fmt.Errorf("customizing the control plane: %w", err)
+		}
+	}
 	// A registry of its own for each server, as upstream's kube-apiserver
 	// test server has: the process-wide one keeps the --feature-gates
 	// values it last parsed, and would apply them again to a server started

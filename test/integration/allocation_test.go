@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/allocation"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 // Every test here uses address space of its own, as the shared server's
@@ -383,7 +384,7 @@ func TestFiftyClientsRaceForOnePrefix(t *testing.T) {
 // restart, what status recorded stands and every claim gets decided, with
 // no two overlapping allocations.
 func TestRestartInTheMiddleOfABurstKeepsTheLedger(t *testing.T) {
-	first := cptesting.StartTestServer(t, cptesting.Options{})
+	first := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install})
 	claims := networkClaims(first.ClientConfig)
 	// The controller runs (it starts once the server is ready).
 	if _, err := claims.Create(t.Context(), newClaim("burst-probe", "192.168.0.0/24"), metav1.CreateOptions{}); err != nil {
@@ -435,7 +436,7 @@ func TestRestartInTheMiddleOfABurstKeepsTheLedger(t *testing.T) {
 		}
 	}
 
-	second := cptesting.StartTestServer(t, cptesting.Options{DataDir: first.DataDir})
+	second := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, DataDir: first.DataDir})
 	claims = networkClaims(second.ClientConfig)
 	list, err := claims.List(t.Context(), metav1.ListOptions{})
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/storageversionmigrator"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 // resourceClient is a dynamic client for one resource in one namespace.
@@ -214,7 +215,7 @@ func deleteNamespaceAndWait(t *testing.T, client kubernetes.Interface, ns string
 // fails its liveness check, saying what to do, as kube-controller-manager
 // refuses to start.
 func TestControllersFlagDisablesGarbageCollector(t *testing.T) {
-	s := cptesting.StartTestServer(t, cptesting.Options{Flags: []string{"--controllers=*,-garbagecollector"}})
+	s := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, Flags: []string{"--controllers=*,-garbagecollector"}})
 	ctx := t.Context()
 	client := kubernetes.NewForConfigOrDie(s.ClientConfig)
 	c := configMaps(t, s.ClientConfig, "default")
@@ -403,7 +404,12 @@ func livezCheck(t *testing.T, cfg *rest.Config, check string) (string, bool) {
 func TestEveryControllerHasAHealthCheck(t *testing.T) {
 	s := sharedServer(t)
 	report := livez(t, s.ClientConfig)
-	for _, name := range manager.KnownControllers() {
+	// The binary's controllers: the generic ones and KANA's.
+	known := manager.NewOptions()
+	if err := known.AddControllers(kana.Controllers()...); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range known.KnownControllers() {
 		if want := "[+]controller-" + name + " ok"; !strings.Contains(report, want) {
 			t.Errorf("/livez?verbose lacks %q:\n%s", want, report)
 		}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 // identityLabel marks the API servers' identity Leases in kube-system.
@@ -27,8 +28,8 @@ const identityLabel = "apiserver.kubernetes.io/identity"
 func TestReplicasOnOneHostHaveAnIdentityEach(t *testing.T) {
 	log := recordLog(t)
 	flags := []string{"--etcd-servers=unix://" + startEtcd(t)}
-	first := cptesting.StartTestServer(t, cptesting.Options{Flags: flags})
-	cptesting.StartTestServer(t, cptesting.Options{Flags: flags})
+	first := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, Flags: flags})
+	cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, Flags: flags})
 
 	leases := kubernetes.NewForConfigOrDie(first.ClientConfig).CoordinationV1().Leases("kube-system")
 	// The first version of each Lease seen; each must be renewed by the

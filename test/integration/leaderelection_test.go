@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controllers/allocation"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 // Two replicas on one etcd: one leads and runs the controllers; when it
@@ -23,9 +24,9 @@ func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 	const retryPeriod = 250 * time.Millisecond
 	flags := []string{"--etcd-servers=unix://" + startEtcd(t),
 		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=" + retryPeriod.String()}
-	first := cptesting.StartTestServer(t, cptesting.Options{Flags: flags})
+	first := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, Flags: flags})
 	leader := waitForLeader(t, first, "")
-	second := cptesting.StartTestServer(t, cptesting.Options{Flags: flags})
+	second := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, Flags: flags})
 	// The second replica is up; while it tries to acquire the lease, four
 	// times over, the first still leads and leadership never changes hands.
 	leases := kubernetes.NewForConfigOrDie(second.ClientConfig).CoordinationV1().Leases("kube-system")

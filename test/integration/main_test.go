@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 var shared *cptesting.TestServer
@@ -24,7 +25,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir) //nolint:errcheck // best effort
-	shared, err = cptesting.Start(context.Background(), func() string { return dir }, cptesting.Options{})
+	shared, err = cptesting.Start(context.Background(), func() string { return dir }, cptesting.Options{Customize: kana.Install})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the shared control plane: %v\n", err)
 		return 1

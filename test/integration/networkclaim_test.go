@@ -25,7 +25,7 @@ import (
 	clientv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/allocation"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
-	"sigs.k8s.io/sample-generic-controlplane/features"
+	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 func newClaim(name string, prefixes ...string) *networkingv1alpha1.NetworkClaim {
@@ -38,7 +38,7 @@ func newClaim(name string, prefixes ...string) *networkingv1alpha1.NetworkClaim 
 
 func TestNetworkClaimSpecAndStatusStayApart(t *testing.T) {
 	// Without the allocator, whose status writes would race the test's.
-	s := cptesting.StartTestServer(t, cptesting.Options{Flags: []string{"--controllers=*,-" + allocation.Name}})
+	s := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, Flags: []string{"--controllers=*,-" + allocation.Name}})
 	ctx := t.Context()
 	claims := versioned.NewForConfigOrDie(s.ClientConfig).NetworkingV1alpha1().NetworkClaims()
 
@@ -147,7 +147,7 @@ func expectGroupDiscovered(t *testing.T, cfg *rest.Config, group string, want bo
 
 func TestKANAGateOffServesNoNetworkingGroup(t *testing.T) {
 	// Not even --runtime-config=api/all=true serves it with the gate off.
-	s := cptesting.StartTestServer(t, cptesting.Options{Flags: []string{"--feature-gates=KANA=false", "--runtime-config=api/all=true"}})
+	s := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, Flags: []string{"--feature-gates=KANA=false", "--runtime-config=api/all=true"}})
 	expectGroupDiscovered(t, s.ClientConfig, networkingv1alpha1.GroupName, false)
 	expectNoAllocationController(t, s.ClientConfig)
 	if _, err := kubernetes.NewForConfigOrDie(s.ClientConfig).RbacV1().ClusterRoles().Get(t.Context(), "system:aggregate-to-view:networkclaims", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -157,23 +157,23 @@ func TestKANAGateOffServesNoNetworkingGroup(t *testing.T) {
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if !utilfeature.DefaultFeatureGate.Enabled(features.KANA) {
+	if !utilfeature.DefaultFeatureGate.Enabled(kana.KANA) {
 		t.Error("KANA stays off after the test server with --feature-gates=KANA=false stopped")
 	}
 	// Nor does the next server started without --feature-gates get the
 	// previous server's value.
-	s = cptesting.StartTestServer(t, cptesting.Options{})
+	s = cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install})
 	expectGroupDiscovered(t, s.ClientConfig, networkingv1alpha1.GroupName, true)
 }
 
 // Naming the group in --runtime-config with the gate off is refused, saying
 // which flag to change.
 func TestRuntimeConfigCannotEnableNetworkingWithKANAOff(t *testing.T) {
-	_, err := cptesting.Start(t.Context(), t.TempDir, cptesting.Options{Flags: []string{"--feature-gates=KANA=false", "--runtime-config=networking.x-k8s.io/v1alpha1=true"}})
+	_, err := cptesting.Start(t.Context(), t.TempDir, cptesting.Options{Customize: kana.Install, Flags: []string{"--feature-gates=KANA=false", "--runtime-config=networking.x-k8s.io/v1alpha1=true"}})
 	if err == nil || !strings.Contains(err.Error(), "--feature-gates=KANA=true") {
 		t.Fatalf("start with KANA off and the group in --runtime-config: %v; want an error naming --feature-gates=KANA=true", err)
 	}
-	if !utilfeature.DefaultFeatureGate.Enabled(features.KANA) {
+	if !utilfeature.DefaultFeatureGate.Enabled(kana.KANA) {
 		t.Error("KANA stays off after the failed start")
 	}
 }
@@ -239,7 +239,7 @@ func TestWellKnownClaimsAreForAdminsOnly(t *testing.T) {
 func TestWellKnownClaimsGuardedFromTheFirstRequest(t *testing.T) {
 	dataDir := t.TempDir()
 	for _, start := range []string{"first start", "restart"} {
-		s := cptesting.StartTestServer(t, cptesting.Options{DataDir: dataDir, Flags: []string{"--authorization-mode=AlwaysAllow"}})
+		s := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, DataDir: dataDir, Flags: []string{"--authorization-mode=AlwaysAllow"}})
 		cfg, err := s.ClientConfigFor("alice")
 		if err != nil {
 			t.Fatal(err)
@@ -266,7 +266,7 @@ func TestWellKnownClaimsGuardedFromTheFirstRequest(t *testing.T) {
 // admission plugin guards the claims now.
 func TestLegacyWellKnownPolicyRemoved(t *testing.T) {
 	dataDir := t.TempDir()
-	s := cptesting.StartTestServer(t, cptesting.Options{DataDir: dataDir})
+	s := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, DataDir: dataDir})
 	policies := kubernetes.NewForConfigOrDie(s.ClientConfig).AdmissionregistrationV1()
 	const name = "networkclaims-well-known-names"
 	// What an earlier version applied, trimmed to what the API requires.
@@ -286,7 +286,7 @@ func TestLegacyWellKnownPolicyRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s = cptesting.StartTestServer(t, cptesting.Options{DataDir: dataDir})
+	s = cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, DataDir: dataDir})
 	policies = kubernetes.NewForConfigOrDie(s.ClientConfig).AdmissionregistrationV1()
 	if _, err := policies.ValidatingAdmissionPolicies().Get(t.Context(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("policy %s after a restart: want NotFound, got %v", name, err)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 // quotaServer starts a control plane whose quota controller recalculates
@@ -28,7 +29,7 @@ import (
 // as kube-controller-manager does, not by a periodic resync.
 func quotaServer(t *testing.T) *cptesting.TestServer {
 	t.Helper()
-	return cptesting.StartTestServer(t, cptesting.Options{Flags: []string{"--resource-quota-sync-period=1h"}})
+	return cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, Flags: []string{"--resource-quota-sync-period=1h"}})
 }
 
 // quotaNamespace creates a namespace and waits for what the controllers put

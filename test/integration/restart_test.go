@@ -16,11 +16,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 func TestRestartKeepsObjectsAndCredentials(t *testing.T) {
 	ctx := t.Context()
-	first := cptesting.StartTestServer(t, cptesting.Options{})
+	first := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install})
 	client := kubernetes.NewForConfigOrDie(first.ClientConfig)
 
 	if _, err := client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
@@ -42,7 +43,7 @@ func TestRestartKeepsObjectsAndCredentials(t *testing.T) {
 	if err := first.Stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	second := cptesting.StartTestServer(t, cptesting.Options{DataDir: first.DataDir})
+	second := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, DataDir: first.DataDir})
 
 	if caAfter := readFile(t, filepath.Join(second.DataDir, "pki", "ca.crt")); !bytes.Equal(caBefore, caAfter) {
 		t.Fatal("the CA changed across the restart")
@@ -73,8 +74,8 @@ func TestRestartKeepsObjectsAndCredentials(t *testing.T) {
 }
 
 func TestSecondInstanceOnSameDataDirFailsFast(t *testing.T) {
-	first := cptesting.StartTestServer(t, cptesting.Options{})
-	_, err := cptesting.Start(t.Context(), t.TempDir, cptesting.Options{DataDir: first.DataDir})
+	first := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install})
+	_, err := cptesting.Start(t.Context(), t.TempDir, cptesting.Options{Customize: kana.Install, DataDir: first.DataDir})
 	if err == nil {
 		t.Fatal("a second control plane started on a data dir in use")
 	}
@@ -92,7 +93,9 @@ func TestConcurrentServersInOneProcess(t *testing.T) {
 	for i := range n {
 		// Start, not StartTestServer: t.Fatal must not be called outside
 		// the test goroutine. Errors are reported below.
-		wg.Go(func() { servers[i], errs[i] = cptesting.Start(t.Context(), t.TempDir, cptesting.Options{}) })
+		wg.Go(func() {
+			servers[i], errs[i] = cptesting.Start(t.Context(), t.TempDir, cptesting.Options{Customize: kana.Install})
+		})
 	}
 	wg.Wait()
 	for i, s := range servers {

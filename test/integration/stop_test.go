@@ -16,6 +16,7 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 // stopBudget is how long a stop may take whatever etcd's state.
@@ -27,7 +28,7 @@ const stopBudget = 15 * time.Second
 // its data dir taken.
 func TestStopIsBoundedWhenEtcdHangs(t *testing.T) {
 	proxy := startFreezableProxy(t, startEtcd(t))
-	s, err := cptesting.Start(t.Context(), t.TempDir, cptesting.Options{Flags: []string{"--etcd-servers=unix://" + proxy.Socket}})
+	s, err := cptesting.Start(t.Context(), t.TempDir, cptesting.Options{Customize: kana.Install, Flags: []string{"--etcd-servers=unix://" + proxy.Socket}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func waitControllersRun(t *testing.T, s *cptesting.TestServer) {
 // takes about as long as one without, not until the HTTP server's shutdown
 // gives up on the connection.
 func TestStopEndsWatches(t *testing.T) {
-	s := cptesting.StartTestServer(t, cptesting.Options{})
+	s := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install})
 	w, err := kubernetes.NewForConfigOrDie(s.ClientConfig).CoreV1().ConfigMaps("default").Watch(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/storageversionmigrator"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 // Served by default, in both discoveries (kubectl api-resources reads
@@ -40,7 +41,7 @@ func TestStorageVersionMigrationAPIIsServed(t *testing.T) {
 // --runtime-config turns the API off; the migrator then does not start,
 // and says so only at V(2): it is healthy, and never obtains its identity.
 func TestStorageVersionMigrationAPIOffByRuntimeConfig(t *testing.T) {
-	s := cptesting.StartTestServer(t, cptesting.Options{Flags: []string{"--runtime-config=storagemigration.k8s.io/v1=false"}})
+	s := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, Flags: []string{"--runtime-config=storagemigration.k8s.io/v1=false"}})
 	client := kubernetes.NewForConfigOrDie(s.ClientConfig)
 	expectGroupDiscovered(t, s.ClientConfig, svmv1.GroupName, false)
 	name := svmv1.SchemeGroupVersion.Version + "." + svmv1.GroupName

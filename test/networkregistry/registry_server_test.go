@@ -25,6 +25,7 @@ import (
 	clientv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 // decisionTimeout bounds each wait for the allocation controller.
@@ -35,7 +36,7 @@ var services = v1alpha1.ResourceReference{Group: "", Resource: "services"}
 // startRegistry starts a control plane and a Registry on it.
 func startRegistry(t *testing.T) (*cptesting.TestServer, *networkregistry.Registry) {
 	t.Helper()
-	s := cptesting.StartTestServer(t, cptesting.Options{})
+	s := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install})
 	r, err := networkregistry.NewForConfig(s.ClientConfig, "networkregistry-test")
 	if err != nil {
 		t.Fatal(err)

@@ -4,17 +4,21 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
+	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 // newControllersCommand runs only the controllers, against a control plane
 // elsewhere, as kube-controller-manager would (hyperkube-style).
 func newControllersCommand() *cobra.Command {
 	opts := manager.NewOptions()
+	// Fails only on a programming error (a name taken twice).
+	utilruntime.Must(opts.AddControllers(kana.Controllers()...))
 	var kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "controllers --kubeconfig=FILE",

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 func TestRegistryBadArguments(t *testing.T) {
@@ -329,7 +330,7 @@ func runSplit(t *testing.T, args ...string) (stdout, stderr string, err error) {
 // The subcommands against a control plane whose registry decided on two
 // claims, one of them in conflict.
 func TestRegistryAgainstControlPlane(t *testing.T) {
-	s := cptesting.StartTestServer(t, cptesting.Options{})
+	s := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install})
 	r, err := networkregistry.NewForConfig(s.ClientConfig, "registry-command-test")
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/logging"
+	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 func init() {
@@ -34,7 +35,7 @@ var processStart = time.Now()
 // all-in-one control plane until the command's context is done (main passes
 // one that ends on SIGTERM or SIGINT).
 func NewCommand() *cobra.Command {
-	opts := controlplane.NewOptions()
+	opts := NewOptions()
 	cmd := &cobra.Command{
 		Use:   "sample-generic-controlplane",
 		Short: "A Kubernetes-style control plane without the container domain",
@@ -86,6 +87,16 @@ an admin kubeconfig that it prints when ready.`,
 		cmd.Long += fmt.Sprintf("\n  %-12s %s", sub.Name(), sub.Short)
 	}
 	return cmd
+}
+
+// NewOptions are the binary's options: the generic control plane with the
+// NetworkClaim registry plugged in, as a distribution composes its own.
+func NewOptions() *controlplane.Options {
+	opts := controlplane.NewOptions()
+	// Fails only on a programming error (a name taken twice), which every
+	// test of the command catches.
+	utilruntime.Must(kana.Install(opts))
+	return opts
 }
 
 func run(ctx context.Context, opts *controlplane.Options, out io.Writer) error {

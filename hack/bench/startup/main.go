@@ -31,6 +31,7 @@ import (
 
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 	"sigs.k8s.io/sample-generic-controlplane/hack/bench/internal/benchutil"
+	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 func main() {
@@ -80,7 +81,7 @@ func measureInProcess(r *results) error {
 	}
 	defer os.RemoveAll(dir) //nolint:errcheck
 	start := time.Now()
-	s, err := cptesting.Start(context.Background(), func() string { return dir }, cptesting.Options{})
+	s, err := cptesting.Start(context.Background(), func() string { return dir }, cptesting.Options{Customize: kana.Install})
 	if err != nil {
 		return fmt.Errorf("in-process test server: %w", err)
 	}

@@ -1,6 +1,6 @@
-// Package controllercontext holds what every in-process controller is built
+// Package controller holds what every in-process controller is built
 // from: clients per controller identity, shared informers and a REST mapper.
-package controllercontext
+package controller
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -47,6 +47,8 @@ type Context struct {
 	// version migrator migrates the objects it caches, as in
 	// kube-controller-manager.
 	GraphBuilder *garbagecollector.GraphBuilder
+	// Settings are the generic controllers' flags.
+	Settings Settings
 }
 
 // TrimManagedFields is the informer transform kube-controller-manager uses:

@@ -1,9 +1,4 @@
-// Package features declares the feature gates of the control plane and
-// registers them, at init, in the process-wide gate of k8s.io/apiserver:
-// the server decides what to serve with them, and the controllers what to
-// run, the way k8s.io/kubernetes/pkg/features serves both kube-apiserver and
-// kube-controller-manager.
-package features
+package kana
 
 import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -12,8 +7,10 @@ import (
 	"k8s.io/component-base/featuregate"
 )
 
-// KANA turns the NetworkClaim registry on: the networking.x-k8s.io API and
-// its allocation controller. Beta, so on by default: in Kubernetes' scheme
+// KANA turns the NetworkClaim registry on: the networking.x-k8s.io API, its
+// admission guard and policy, and its allocation controller. Registered in
+// the process-wide gate of k8s.io/apiserver when this package is imported,
+// as k8s.io/kubernetes/pkg/features registers upstream's. Beta, so on by default: in Kubernetes' scheme
 // an alpha gate is off by default (k8s.io/kubernetes/pkg/features tests
 // that), and the compatibility registry warns at every start about an
 // alpha gate that is on. The API itself is still v1alpha1.

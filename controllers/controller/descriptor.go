@@ -1,0 +1,63 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/component-base/featuregate"
+)
+
+// Run runs a built controller until ctx is done.
+type Run func(ctx context.Context)
+
+// Descriptor describes a controller to the manager, as kube-controller-manager's
+// ControllerDescriptor does: --controllers selects it by name or alias, it
+// runs only on the leading replica, and /livez/controller-<name> reports it.
+// Distributions register their own beside the generic ones.
+type Descriptor struct {
+	// Name selects the controller in --controllers and names its health
+	// check. Lower case, e.g. "garbagecollector".
+	Name string
+	// Aliases are other names --controllers accepts, e.g. kube-controller-manager's.
+	Aliases []string
+	// RequiredFeatureGates must all be on for the controller to run.
+	RequiredFeatureGates []featuregate.Feature
+	// RequiredControllers must all be enabled for the controller to run: it
+	// uses what they build (e.g. the garbage collector's caches).
+	RequiredControllers []string
+	// ServiceAccount is the service account in kube-system the controller
+	// acts as: New gets its clients from Context.ClientBuilder under this
+	// name. Empty when it acts as the manager itself (Context.RootClient).
+	ServiceAccount string
+	// Rules are what ServiceAccount may do. When set, the control plane
+	// keeps a ClusterRole system:controller:<ServiceAccount> with exactly
+	// these rules, bound to it, at every start. Leave it nil when the role
+	// exists already (upstream's bootstrap policy has one for each of its
+	// controllers).
+	Rules []rbacv1.PolicyRule
+	// New builds the controller: it registers the informers it needs and
+	// returns how to run it, or nil when, as configured, it has nothing to
+	// do (it logs why). It must not block: the manager starts the
+	// informers only once every controller is built.
+	New func(ctx context.Context, c *Context) (Run, error)
+}
+
+// Settings are the generic controllers' settings, set by the manager's
+// flags (kube-controller-manager's names): what kube-controller-manager
+// keeps in its component configuration.
+type Settings struct {
+	ConcurrentGCSyncs        int
+	ConcurrentNamespaceSyncs int
+	ConcurrentQuotaSyncs     int
+	// ResourceQuotaSyncPeriod is how often every quota is recalculated in
+	// full; events recalculate a quota at once.
+	ResourceQuotaSyncPeriod time.Duration
+	// ClusterSigningCertFile and ClusterSigningKeyFile are the CA that signs
+	// approved kubernetes.io/kube-apiserver-client CSRs.
+	ClusterSigningCertFile string
+	ClusterSigningKeyFile  string
+	ClusterSigningDuration time.Duration
+	// ServiceAccountKeyFile signs legacy service-account token secrets.
+	ServiceAccountKeyFile string
+}
