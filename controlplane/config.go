@@ -174,6 +174,9 @@ func newAPIsConfig(o CompletedOptions, apiServerCount int) (*genericserver.Confi
 	if err != nil {
 		return nil, err
 	}
+	if err := checkServed(genericConfig.MergedResourceConfig, opts.Admission.GenericAdmission); err != nil {
+		return nil, err
+	}
 	// Upstream names the API server after its host alone, so replicas on
 	// one host would share an identity and fight over its Lease. Set ours
 	// before anything that keeps it is configured: the identity Lease, the

@@ -288,6 +288,7 @@ func (o *Options) Complete(ctx context.Context) (CompletedOptions, error) {
 
 func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 	cp := copyForCompletion(o.ControlPlane)
+	cp.Admission = withoutAdmissionOfUnserved(cp.Admission, c.Resources())
 	// Completion fills in defaults (files of the PKI) on a copy.
 	controllers := &manager.Options{}
 	if o.Controllers != nil {

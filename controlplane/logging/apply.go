@@ -3,9 +3,18 @@ package logging
 import (
 	"os"
 
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
 )
+
+func init() {
+	// The logging configuration's own gates (e.g. LoggingBetaOptions), in
+	// the gate the control plane's --feature-gates set, as
+	// kube-apiserver's options register them.
+	utilruntime.Must(logsapi.AddFeatureGates(utilfeature.DefaultMutableFeatureGate))
+}
 
 // ValidateAndApply validates the logging configuration c and applies it, as
 // logsapi.ValidateAndApply does, with the logger writing through a Filter

@@ -41,6 +41,8 @@ var (
 	sharedErr     error
 	sharedOnce    sync.Once
 	sharedWorkDir string
+	// exampleBinDir holds the examples' binaries, built on first use.
+	exampleBinDir string
 )
 
 func TestMain(m *testing.M) {
@@ -55,7 +57,8 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp) //nolint:errcheck // best effort
 
-	binary, kubectl, err := binaries(filepath.Join(tmp, "bin"))
+	exampleBinDir = filepath.Join(tmp, "bin")
+	binary, kubectl, err := binaries(exampleBinDir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -98,15 +98,21 @@ const (
 // printed if the test failed.
 func startCluster(t *testing.T, spec Spec) *Cluster {
 	t.Helper()
+	return startClusterWith(t, provider, spec)
+}
+
+// startClusterWith is startCluster with provider p.
+func startClusterWith(t *testing.T, p Provider, spec Spec) *Cluster {
+	t.Helper()
 	if spec.WorkDir == "" {
 		spec.WorkDir = t.TempDir()
 	}
-	c, err := provider.Start(t.Context(), spec)
+	c, err := p.Start(t.Context(), spec)
 	if err != nil {
 		t.Fatalf("starting control plane: %v", err)
 	}
 	t.Cleanup(func() {
-		provider.Kill(c)
+		p.Kill(c)
 		logTailOnFailure(t, c)
 	})
 	return c

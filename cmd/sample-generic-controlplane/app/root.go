@@ -15,7 +15,6 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/cli/globalflag"
 	"k8s.io/component-base/logs"
-	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/term"
 	"k8s.io/component-base/version/verflag"
 
@@ -23,10 +22,6 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/logging"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
-
-func init() {
-	utilruntime.Must(logsapi.AddFeatureGates(utilfeature.DefaultMutableFeatureGate))
-}
 
 // processStart approximates when the process started, for the time-to-ready figure.
 var processStart = time.Now()
