@@ -41,8 +41,18 @@ type Options struct {
 	DataDir string
 	// Flags are command-line flags of the binary, e.g. "--feature-gates=KANA=false".
 	Flags []string
-	// StartTimeout bounds the wait for readiness; DefaultStartTimeout if zero.
+	// StartTimeout bounds the wait for readiness, and each wait for CRDs to
+	// be served; DefaultStartTimeout if zero.
 	StartTimeout time.Duration
+	// CRDPaths are CRD files (.yaml, .yml or .json, with one or more
+	// documents) or directories of them (not read recursively), as
+	// envtest's CRDInstallOptions.Paths. The server installs them once it
+	// is ready, and StartTestServer returns when they are established and in
+	// discovery. Unlike envtest, a missing path, a directory without CRD
+	// files or a document that is not an apiextensions.k8s.io/v1 CRD is an
+	// error. CRDs that exist already (a restart on the same DataDir) are
+	// updated to what the files say.
+	CRDPaths []string
 }
 
 // TestServer is a running control plane.
@@ -60,8 +70,10 @@ type TestServer struct {
 	completed controlplane.CompletedOptions
 	cancel    context.CancelFunc
 	done      chan error
-	stopOnce  sync.Once
-	stopErr   error
+	// startTimeout bounds InstallCRDs too.
+	startTimeout time.Duration
+	stopOnce     sync.Once
+	stopErr      error
 	// restoreGates gives the process-wide feature gates back the values
 	// they had before the server's --feature-gates.
 	restoreGates func() error
@@ -93,6 +105,12 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = DefaultStartTimeout
+	}
+	// Read the CRDs first: a missing file should fail the test before it
+	// pays for a server.
+	crds, err := readCRDs(opts.CRDPaths)
+	if err != nil {
+		return nil, fmt.Errorf("Options.CRDPaths: %w", err)
 	}
 	o := controlplane.NewOptions()
 	// A registry of its own for each server, as upstream's kube-apiserver
@@ -128,7 +146,7 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	o.ControlPlane.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
 
 	runCtx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), klog.Background()))
-	s := &TestServer{DataDir: opts.DataDir, cancel: cancel, done: make(chan error, 1), restoreGates: restoreGates}
+	s := &TestServer{DataDir: opts.DataDir, cancel: cancel, done: make(chan error, 1), startTimeout: opts.StartTimeout, restoreGates: restoreGates}
 	if err := s.start(runCtx, o); err != nil {
 		cancel()
 		listener.Close() //nolint:errcheck // may be closed already
@@ -152,6 +170,9 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	}
 	cfg.QPS, cfg.Burst = -1, 0 // tests are not to be throttled client-side
 	s.ClientConfig = cfg
+	if _, err := installCRDs(ctx, cfg, crds, opts.StartTimeout); err != nil {
+		return nil, utilerrors.NewAggregate([]error{fmt.Errorf("Options.CRDPaths: %w", err), s.Stop()})
+	}
 	return s, nil
 }
 
