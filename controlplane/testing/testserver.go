@@ -223,7 +223,11 @@ func snapshotFeatureGates() func() error {
 }
 
 // ClientConfigFor returns a client configuration that authenticates as user
-// in groups with a client certificate issued by the control plane's CA.
+// in groups with a client certificate issued by the control plane's CA, to
+// test authorization: such a user may do nothing until an RBAC binding
+// names it or one of its groups (bindings take effect within a moment, so
+// poll for the first allowed request). Each call issues a new certificate;
+// it is safe to call from parallel tests.
 func (s *TestServer) ClientConfigFor(user string, groups ...string) (*rest.Config, error) {
 	certPEM, keyPEM, err := s.completed.PKI.CA.IssueClientCertificate(user, groups)
 	if err != nil {
