@@ -79,8 +79,8 @@ type TestServer struct {
 	restoreGates func() error
 }
 
-// StartTestServer starts a control plane and waits until it is ready. It
-// stops the server when the test ends; call Stop to stop it earlier (e.g. to
+// StartTestServer starts a control plane and waits until it is ready and
+// the CRDs in opts.CRDPaths are served. It stops the server when the test ends; call Stop to stop it earlier (e.g. to
 // restart on the same DataDir). It calls t.Fatal if the server cannot start.
 func StartTestServer(t testing.TB, opts Options) *TestServer {
 	t.Helper()
