@@ -41,13 +41,23 @@ type Options struct {
 	DataDir string
 	// Flags are command-line flags of the binary, e.g. "--feature-gates=KANA=false".
 	Flags []string
-	// StartTimeout bounds the wait for readiness; DefaultStartTimeout if zero.
+	// StartTimeout bounds the wait for readiness, and each wait for CRDs to
+	// be served; DefaultStartTimeout if zero.
 	StartTimeout time.Duration
 	// Customize, if set, is given the options before Flags are parsed, to
 	// compose the control plane as a program embedding it does: add API
 	// groups, controllers, admission plugins and bootstraps, or choose the
 	// served resources. The binary's composition is kana.Install.
 	Customize func(*controlplane.Options) error
+	// CRDPaths are CRD files (.yaml, .yml or .json, with one or more
+	// documents) or directories of them (not read recursively), as
+	// envtest's CRDInstallOptions.Paths. The server installs them once it
+	// is ready, and StartTestServer returns when they are established and in
+	// discovery. Unlike envtest, a missing path, a directory without CRD
+	// files or a document that is not an apiextensions.k8s.io/v1 CRD is an
+	// error. CRDs that exist already (a restart on the same DataDir) are
+	// updated to what the files say.
+	CRDPaths []string
 }
 
 // TestServer is a running control plane.
@@ -65,15 +75,17 @@ type TestServer struct {
 	completed controlplane.CompletedOptions
 	cancel    context.CancelFunc
 	done      chan error
-	stopOnce  sync.Once
-	stopErr   error
+	// startTimeout bounds InstallCRDs too.
+	startTimeout time.Duration
+	stopOnce     sync.Once
+	stopErr      error
 	// restoreGates gives the process-wide feature gates back the values
 	// they had before the server's --feature-gates.
 	restoreGates func() error
 }
 
-// StartTestServer starts a control plane and waits until it is ready. It
-// stops the server when the test ends; call Stop to stop it earlier (e.g. to
+// StartTestServer starts a control plane and waits until it is ready and
+// the CRDs in opts.CRDPaths are served. It stops the server when the test ends; call Stop to stop it earlier (e.g. to
 // restart on the same DataDir). It calls t.Fatal if the server cannot start.
 func StartTestServer(t testing.TB, opts Options) *TestServer {
 	t.Helper()
@@ -98,6 +110,12 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = DefaultStartTimeout
+	}
+	// Read the CRDs first: a missing file should fail the test before it
+	// pays for a server.
+	crds, err := readCRDs(opts.CRDPaths)
+	if err != nil {
+		return nil, fmt.Errorf("Options.CRDPaths: %w", err)
 	}
 	o := controlplane.NewOptions()
 	if opts.Customize != nil {
@@ -138,7 +156,7 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	o.ControlPlane.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
 
 	runCtx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), klog.Background()))
-	s := &TestServer{DataDir: opts.DataDir, cancel: cancel, done: make(chan error, 1), restoreGates: restoreGates}
+	s := &TestServer{DataDir: opts.DataDir, cancel: cancel, done: make(chan error, 1), startTimeout: opts.StartTimeout, restoreGates: restoreGates}
 	if err := s.start(runCtx, o); err != nil {
 		cancel()
 		listener.Close() //nolint:errcheck // may be closed already
@@ -162,6 +180,9 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	}
 	cfg.QPS, cfg.Burst = -1, 0 // tests are not to be throttled client-side
 	s.ClientConfig = cfg
+	if _, err := installCRDs(ctx, cfg, crds, opts.StartTimeout); err != nil {
+		return nil, utilerrors.NewAggregate([]error{fmt.Errorf("Options.CRDPaths: %w", err), s.Stop()})
+	}
 	return s, nil
 }
 
@@ -212,7 +233,11 @@ func snapshotFeatureGates() func() error {
 }
 
 // ClientConfigFor returns a client configuration that authenticates as user
-// in groups with a client certificate issued by the control plane's CA.
+// in groups with a client certificate issued by the control plane's CA, to
+// test authorization: such a user may do nothing until an RBAC binding
+// names it or one of its groups (bindings take effect within a moment, so
+// poll for the first allowed request). Each call issues a new certificate;
+// it is safe to call from parallel tests.
 func (s *TestServer) ClientConfigFor(user string, groups ...string) (*rest.Config, error) {
 	certPEM, keyPEM, err := s.completed.PKI.CA.IssueClientCertificate(user, groups)
 	if err != nil {

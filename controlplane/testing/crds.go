@@ -1,0 +1,377 @@
+package testing
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	serializerjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+)
+
+// crdPollInterval is how often InstallCRDs looks whether the CRDs are served.
+const crdPollInterval = 50 * time.Millisecond
+
+// crdFileExtensions are the files a directory in CRDPaths is read for, as
+// envtest reads them.
+var crdFileExtensions = []string{".yaml", ".yml", ".json"}
+
+// crdDecoder decodes apiextensions.k8s.io/v1 CRDs strictly: a misspelt or
+// misplaced field is an error naming it, not a field the server silently
+// drops and a test that fails for a reason nobody sees.
+var crdDecoder = func() runtime.Decoder {
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		panic(err) // a registration of generated types; cannot fail
+	}
+	return serializerjson.NewSerializerWithOptions(serializerjson.DefaultMetaFactory, scheme, scheme, serializerjson.SerializerOptions{Strict: true})
+}()
+
+var crdGroupKind = apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition").GroupKind()
+
+// InstallCRDs creates the CRDs found in paths (files or directories, as
+// Options.CRDPaths) or updates those that exist, and waits until all are
+// established and their resources are in discovery, so that a RESTMapper
+// created afterwards maps them. It waits at most the server's StartTimeout.
+// It returns the CRDs as the server has them, in the order read.
+func (s *TestServer) InstallCRDs(ctx context.Context, paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	crds, err := readCRDs(paths)
+	if err != nil {
+		return nil, fmt.Errorf("InstallCRDs: %w", err)
+	}
+	installed, err := installCRDs(ctx, s.ClientConfig, crds, s.startTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("InstallCRDs: %w", err)
+	}
+	return installed, nil
+}
+
+// readCRDs reads the CRDs in paths, as envtest's CRDInstallOptions.Paths:
+// a directory is read for its .yaml, .yml and .json files, not recursively;
+// a file may hold several YAML documents. Unlike envtest it fails on what a
+// test author did not mean: a path that does not exist, a directory with no
+// such files, a document that is not an apiextensions.k8s.io/v1 CRD (envtest
+// skips those silently, so a CRD written as v1beta1 or a kustomization.yaml
+// next to the CRDs would leave the test without its API and no word why),
+// and one CRD name defined twice (envtest keeps the last one).
+func readCRDs(paths []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var (
+		crds  []*apiextensionsv1.CustomResourceDefinition
+		from  = map[string]string{} // CRD name → where it was read
+		files = sets.New[string]()  // a file named twice is read once
+	)
+	for _, path := range paths {
+		names, err := crdFiles(path)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range names {
+			abs, err := filepath.Abs(name)
+			if err != nil {
+				return nil, fmt.Errorf("%q: %w", name, err)
+			}
+			if files.Has(abs) {
+				continue
+			}
+			files.Insert(abs)
+			read, err := readCRDFile(name)
+			if err != nil {
+				return nil, err
+			}
+			for _, c := range read {
+				if first, ok := from[c.crd.Name]; ok {
+					return nil, fmt.Errorf("CustomResourceDefinition %q is defined in %s and again in %s; keep one of them", c.crd.Name, first, c.where)
+				}
+				from[c.crd.Name] = c.where
+				crds = append(crds, c.crd)
+			}
+		}
+	}
+	return crds, nil
+}
+
+// crdFiles lists the files path stands for: itself, or the CRD files in it.
+func crdFiles(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			where := ""
+			if wd, err := os.Getwd(); err == nil && !filepath.IsAbs(path) {
+				where = fmt.Sprintf(" (relative paths start at %s, under go test the package directory)", wd)
+			}
+			return nil, fmt.Errorf("%q does not exist%s; write the path of a CRD file (.yaml, .yml, .json) or of a directory of them, e.g. filepath.Join(\"..\", \"config\", \"crd\", \"bases\")", path, where)
+		}
+		return nil, err
+	}
+	if !info.IsDir() {
+		// A file named explicitly must be one we read: skipping it, as
+		// envtest does, would install nothing without saying so.
+		if !slices.Contains(crdFileExtensions, filepath.Ext(path)) {
+			return nil, fmt.Errorf("%q is not a .yaml, .yml or .json file; give it one of these extensions", path)
+		}
+		return []string{path}, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, e := range entries {
+		name := filepath.Join(path, e.Name())
+		if !slices.Contains(crdFileExtensions, filepath.Ext(name)) {
+			continue
+		}
+		// Stat, not the entry's type, so that a symbolic link to a file
+		// counts and one to a directory does not.
+		if info, err := os.Stat(name); err != nil {
+			return nil, err
+		} else if info.IsDir() {
+			continue
+		}
+		files = append(files, name)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("directory %q holds no .yaml, .yml or .json file (subdirectories are not read); name the directory the CRDs are in", path)
+	}
+	return files, nil
+}
+
+type readCRD struct {
+	crd   *apiextensionsv1.CustomResourceDefinition
+	where string // file and document, for errors
+}
+
+// readCRDFile decodes every YAML (or JSON) document in file; empty
+// documents, such as one before a leading "---", are skipped.
+func readCRDFile(file string) ([]readCRD, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var crds []readCRD
+	reader := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for n := 1; ; n++ {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return crds, nil
+		}
+		where := fmt.Sprintf("%s (document %d)", file, n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		crd, err := decodeCRD(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		if crd != nil {
+			crds = append(crds, readCRD{crd: crd, where: where})
+		}
+	}
+}
+
+// decodeCRD decodes one document; nil, nil for an empty one.
+func decodeCRD(doc []byte) (*apiextensionsv1.CustomResourceDefinition, error) {
+	data, err := yaml.ToJSON(doc)
+	if err != nil {
+		return nil, fmt.Errorf("not valid YAML or JSON: %w", err)
+	}
+	if trimmed := bytes.TrimSpace(data); len(trimmed) == 0 || string(trimmed) == "null" {
+		return nil, nil
+	}
+	gvk, err := serializerjson.DefaultMetaFactory.Interpret(data)
+	if err != nil {
+		return nil, fmt.Errorf("not an object: %w", err)
+	}
+	switch {
+	case gvk.GroupKind() != crdGroupKind:
+		return nil, fmt.Errorf("%s, not a CustomResourceDefinition; only CRDs (apiVersion: %s) are installed from files: name the files or directory that hold CRDs alone, and create other objects with a client", describeKind(gvk), apiextensionsv1.SchemeGroupVersion)
+	case gvk.Version != apiextensionsv1.SchemeGroupVersion.Version:
+		return nil, fmt.Errorf("apiVersion %s is not served (v1beta1 was removed in Kubernetes 1.22); write apiVersion: %s", gvk.GroupVersion(), apiextensionsv1.SchemeGroupVersion)
+	}
+	obj, _, err := crdDecoder.Decode(data, nil, &apiextensionsv1.CustomResourceDefinition{})
+	if err != nil {
+		return nil, err
+	}
+	crd := obj.(*apiextensionsv1.CustomResourceDefinition)
+	if crd.Name == "" {
+		return nil, fmt.Errorf("CustomResourceDefinition without metadata.name; write <plural>.<group>, e.g. %s.%s", crd.Spec.Names.Plural, crd.Spec.Group)
+	}
+	return crd, nil
+}
+
+func describeKind(gvk *schema.GroupVersionKind) string {
+	if gvk.Kind == "" {
+		return "no kind"
+	}
+	if gvk.Group == "" && gvk.Version == "" {
+		return "kind " + gvk.Kind
+	}
+	return fmt.Sprintf("kind %s (apiVersion %s)", gvk.Kind, gvk.GroupVersion())
+}
+
+// installCRDs creates or updates crds and waits until they are served.
+func installCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition, timeout time.Duration) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	if len(crds) == 0 {
+		return nil, nil
+	}
+	client, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, crd := range crds {
+		if err := createOrUpdateCRD(ctx, client, crd); err != nil {
+			return nil, err
+		}
+	}
+	return waitForCRDs(ctx, client, crds, timeout)
+}
+
+// createOrUpdateCRD creates crd or, when it exists (a server restarted on
+// the same data dir, or a CRD installed twice), replaces it by what the
+// file says now.
+func createOrUpdateCRD(ctx context.Context, client clientset.Interface, crd *apiextensionsv1.CustomResourceDefinition) error {
+	crds := client.ApiextensionsV1().CustomResourceDefinitions()
+	_, err := crds.Create(ctx, crd.DeepCopy(), metav1.CreateOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating CustomResourceDefinition %q: %w", crd.Name, err)
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		existing, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		update := crd.DeepCopy()
+		update.ResourceVersion = existing.ResourceVersion
+		_, err = crds.Update(ctx, update, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("updating CustomResourceDefinition %q: %w", crd.Name, err)
+	}
+	return nil
+}
+
+// waitForCRDs polls until every CRD is Established and each of its served
+// versions lists its plural in discovery. Discovery is what a client's
+// RESTMapper reads, and it catches up with Established a little later: the
+// aggregated /apis document learns of a new group only once the CRD's
+// APIService is registered, after the CRD is established.
+func waitForCRDs(ctx context.Context, client clientset.Interface, crds []*apiextensionsv1.CustomResourceDefinition, timeout time.Duration) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var (
+		installed []*apiextensionsv1.CustomResourceDefinition
+		waiting   []string // why the last complete poll was not done, for the timeout error
+	)
+	err := wait.PollUntilContextTimeout(ctx, crdPollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		got, notYet, err := crdsServed(ctx, client, crds)
+		if ctx.Err() != nil {
+			// The poll was cut short by the deadline: keep what the last
+			// complete one saw, which says more than "deadline exceeded".
+			return false, nil
+		}
+		installed, waiting = got, notYet
+		return err == nil && len(notYet) == 0, err
+	})
+	if err != nil {
+		if wait.Interrupted(err) && len(waiting) > 0 {
+			return nil, fmt.Errorf("waiting for CustomResourceDefinitions to be served: %w; still waiting for %s", err, strings.Join(waiting, "; "))
+		}
+		return nil, err
+	}
+	return installed, nil
+}
+
+// crdsServed returns the CRDs as the server has them and what is not
+// served yet; an error when waiting cannot help.
+func crdsServed(ctx context.Context, client clientset.Interface, crds []*apiextensionsv1.CustomResourceDefinition) ([]*apiextensionsv1.CustomResourceDefinition, []string, error) {
+	installed := make([]*apiextensionsv1.CustomResourceDefinition, len(crds))
+	var waiting []string
+	for i, crd := range crds {
+		got, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			waiting = append(waiting, fmt.Sprintf("%s: %v", crd.Name, err))
+			continue
+		}
+		installed[i] = got
+		if apihelpers.IsCRDConditionFalse(got, apiextensionsv1.NamesAccepted) {
+			// The names conflict with another CRD's; they stay so.
+			c := apihelpers.FindCRDCondition(got, apiextensionsv1.NamesAccepted)
+			return nil, nil, fmt.Errorf("CustomResourceDefinition %q: names not accepted: %s: %s", crd.Name, c.Reason, c.Message)
+		}
+		if !apihelpers.IsCRDConditionTrue(got, apiextensionsv1.Established) {
+			waiting = append(waiting, fmt.Sprintf("%s: not established (%s)", crd.Name, describeCRDCondition(apihelpers.FindCRDCondition(got, apiextensionsv1.Established))))
+		}
+	}
+	if len(waiting) > 0 {
+		return nil, waiting, nil
+	}
+	missing, err := missingFromDiscovery(client.Discovery(), installed)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("discovery: %v", err)}, nil
+	}
+	return installed, missing, nil
+}
+
+// missingFromDiscovery lists the served resources of crds that discovery
+// does not show yet.
+func missingFromDiscovery(d discovery.DiscoveryInterface, crds []*apiextensionsv1.CustomResourceDefinition) ([]string, error) {
+	// ServerGroupsAndResources reads the aggregated discovery documents, as
+	// a RESTMapper does; a group whose discovery failed is left out of the
+	// result, which is reported below as missing.
+	_, lists, err := d.ServerGroupsAndResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, err
+	}
+	served := map[schema.GroupVersion]sets.Set[string]{}
+	for _, list := range lists {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if served[gv] == nil {
+				served[gv] = sets.New[string]()
+			}
+			served[gv].Insert(r.Name)
+		}
+	}
+	var missing []string
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			gv := schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}
+			if v.Served && !served[gv].Has(crd.Spec.Names.Plural) {
+				missing = append(missing, fmt.Sprintf("%s: %s not in discovery of %s", crd.Name, crd.Spec.Names.Plural, gv))
+			}
+		}
+	}
+	return missing, nil
+}
+
+func describeCRDCondition(c *apiextensionsv1.CustomResourceDefinitionCondition) string {
+	if c == nil {
+		return "no condition yet"
+	}
+	return fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+}
