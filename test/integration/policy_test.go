@@ -8,14 +8,22 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 func TestPolicyReferringToMissingCRDFieldGetsTypeCheckWarning(t *testing.T) {
 	s := sharedServer(t)
 	ctx := t.Context()
 	createCRD(t, s.ClientConfig, "probes", "Probe") // its schema has no fields at all
+	// The controller type-checks a policy once per generation, against the
+	// schemas the server publishes. A CRD's schema is published a moment
+	// after it is established (later under load); a policy checked before
+	// then gets no warning until it changes, as in any cluster. Create it
+	// once the schema is there.
+	waitForOpenAPISchema(t, s.ClientConfig, "apis/gc.example.com/v1", "com.example.gc.v1.Probe")
 	policies := kubernetes.NewForConfigOrDie(s.ClientConfig).AdmissionregistrationV1().ValidatingAdmissionPolicies()
 	if _, err := policies.Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "probe-replicas"},
@@ -45,5 +53,23 @@ func TestPolicyReferringToMissingCRDFieldGetsTypeCheckWarning(t *testing.T) {
 	}
 	if w := warnings[0]; w.FieldRef != "spec.validations[0].expression" || !strings.Contains(w.Warning, "spec") {
 		t.Fatalf("warning %+v does not point at the expression and the missing field", w)
+	}
+}
+
+// waitForOpenAPISchema waits until the server's OpenAPI v3 document at path
+// defines the named schema.
+func waitForOpenAPISchema(t *testing.T, cfg *rest.Config, path, schema string) {
+	t.Helper()
+	client := kubernetes.NewForConfigOrDie(cfg).Discovery()
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		paths, err := client.OpenAPIV3().Paths()
+		if err != nil || paths[path] == nil {
+			return false, nil
+		}
+		doc, err := paths[path].Schema(runtime.ContentTypeJSON)
+		return err == nil && strings.Contains(string(doc), `"`+schema+`"`), nil
+	})
+	if err != nil {
+		t.Fatalf("the OpenAPI v3 document %s never defined %s: %v", path, schema, err)
 	}
 }
