@@ -4,6 +4,9 @@
 // through go mod tidy, go vet and go build or go test without a workspace or
 // GOFLAGS. Only our modules are replaced with the checkout, as nobody can
 // download them before a release.
+//
+// The tests run one after the other: each compiles with every core, and
+// make test runs the integration tests beside them.
 package consumers
 
 import (
@@ -32,7 +35,6 @@ const (
 // A program that uses only our API types and client needs a require of our
 // client module and nothing else: no replace block, no k8s.io/kubernetes.
 func TestNetworkRegistryConsumer(t *testing.T) {
-	t.Parallel()
 	root := checkout(t)
 	dir := scratchModule(t, root, "networkregistry-consumer", fmt.Sprintf(`require %[1]s/client %[2]s
 
@@ -66,7 +68,6 @@ replace (
 // in-process control plane (controlplane/testing) with the go.mod lines
 // that hack/print-replaces.sh prints, as docs/embedding.md says.
 func TestControllerRuntimeExample(t *testing.T) {
-	t.Parallel()
 	root := checkout(t)
 	replaces := run(t, root, filepath.Join(root, "hack", "print-replaces.sh"))
 	dir := scratchModule(t, root, "controller-runtime-example", replaces+"\nrequire "+controllerRuntime+"\n")
