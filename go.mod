@@ -6,7 +6,6 @@ godebug default=go1.26
 
 require (
 	github.com/coreos/go-semver v0.3.1
-	github.com/gaissmai/bart v0.30.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	go.etcd.io/bbolt v1.5.0
@@ -27,6 +26,8 @@ require (
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad
 	k8s.io/kubernetes v1.37.2
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
+	sigs.k8s.io/sample-generic-controlplane/apis v0.0.0-00010101000000-000000000000
+	sigs.k8s.io/sample-generic-controlplane/client v0.0.0-00010101000000-000000000000
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2
 )
 
@@ -61,6 +62,7 @@ require (
 	github.com/felixge/httpsnoop v1.0.4 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
+	github.com/gaissmai/bart v0.30.0 // indirect
 	github.com/go-errors/errors v1.4.2 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
@@ -229,6 +231,14 @@ replace (
 	k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.37.2
 	k8s.io/sample-controller => k8s.io/sample-controller v0.37.2
 	k8s.io/streaming => k8s.io/streaming v0.37.2
+)
+
+// Our API types and client are modules of their own, so that their consumers need
+// neither k8s.io/kubernetes nor the replace block above. Here they are the checkout's;
+// a release requires their tags above (docs/architecture.md, "Modules").
+replace (
+	sigs.k8s.io/sample-generic-controlplane/apis => ./apis
+	sigs.k8s.io/sample-generic-controlplane/client => ./client
 )
 
 tool (

@@ -11,9 +11,16 @@ CODEGEN_VERSION=$(go list -m -f '{{.Version}}' k8s.io/code-generator)
 go mod download "k8s.io/code-generator@${CODEGEN_VERSION}"
 CODEGEN_PKG=$(go list -m -f '{{.Dir}}' "k8s.io/code-generator@${CODEGEN_VERSION}")
 BOILERPLATE="${ROOT}/hack/boilerplate.go.txt"
+SCHEMA=$(mktemp)
+trap 'rm -f "${SCHEMA}"' EXIT
 
 # shellcheck source=/dev/null
 source "${CODEGEN_PKG}/kube_codegen.sh"
+
+# The generators load their input by directory (client-gen's --input-base),
+# which works only inside the module holding it: apis/ is a module of its own
+# (docs/architecture.md, "Modules"), so they run there.
+cd "${ROOT}/apis"
 
 kube::codegen::gen_helpers --boilerplate "${BOILERPLATE}" "${ROOT}/apis"
 
@@ -26,10 +33,14 @@ kube::codegen::gen_openapi \
     --boilerplate "${BOILERPLATE}" \
     "${ROOT}/apis"
 
+# models-schema reads the OpenAPI definitions just generated; it is a command of
+# the main module.
+(cd "${ROOT}" && go run ./hack/models-schema) >"${SCHEMA}"
+
 kube::codegen::gen_client \
     --with-watch \
     --with-applyconfig \
-    --applyconfig-openapi-schema <(go run ./hack/models-schema) \
+    --applyconfig-openapi-schema "${SCHEMA}" \
     --output-dir "${ROOT}/client" \
     --output-pkg "${MODULE}/client" \
     --boilerplate "${BOILERPLATE}" \
