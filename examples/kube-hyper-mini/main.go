@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,17 +26,15 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	cliflag "k8s.io/component-base/cli/flag"
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/garbagecollector"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/namespace"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/logging"
 )
 
 func main() {
-	if err := run(genericapiserver.SetupSignalContext(), os.Args[1:]); err != nil {
+	// --help prints the flags and ends the program; it is no error.
+	if err := run(genericapiserver.SetupSignalContext(), os.Args[1:]); err != nil && !errors.Is(err, pflag.ErrHelp) {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 		os.Exit(1)
 	}
@@ -52,41 +51,14 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 
-	var fss cliflag.NamedFlagSets
-	opts.AddFlags(&fss)
-	fs := pflag.NewFlagSet("kube-hyper-mini", pflag.ContinueOnError)
-	for _, f := range fss.FlagSets {
-		fs.AddFlagSet(f)
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	// --feature-gates and emulation versions take effect.
-	if err := opts.ControlPlane.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
-		return err
-	}
-	flushLogs, err := logging.ValidateAndApply(opts.ControlPlane.Logs, utilfeature.DefaultFeatureGate)
+	flushLogs, err := opts.ParseFlags("kube-hyper-mini", args)
 	if err != nil {
 		return err
 	}
 	defer flushLogs()
-
-	completed, err := opts.Complete(ctx)
-	if err != nil {
-		return err
-	}
-	server, err := controlplane.NewServer(ctx, completed)
-	if err != nil {
-		return err
-	}
-	go func() {
-		select {
-		case <-server.Ready():
-			fmt.Printf("kube-hyper-mini is ready at %s\n  export KUBECONFIG=%s\n", server.URL(), server.KubeconfigPath())
-		case <-ctx.Done():
-		}
-	}()
-	return server.Run(ctx)
+	return controlplane.Serve(ctx, opts, func(server *controlplane.Server) {
+		fmt.Printf("kube-hyper-mini is ready at %s\n  export KUBECONFIG=%s\n", server.URL(), server.KubeconfigPath())
+	})
 }
 
 // servedResources are the generic APIs this distribution serves:

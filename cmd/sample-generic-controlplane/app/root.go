@@ -95,22 +95,9 @@ func NewOptions() *controlplane.Options {
 }
 
 func run(ctx context.Context, opts *controlplane.Options, out io.Writer) error {
-	completed, err := opts.Complete(ctx)
-	if err != nil {
-		return err
-	}
-	server, err := controlplane.NewServer(ctx, completed)
-	if err != nil {
-		return err
-	}
-	go func() {
-		select {
-		case <-server.Ready():
-			printReady(out, server, time.Since(processStart))
-		case <-ctx.Done():
-		}
-	}()
-	return server.Run(ctx)
+	return controlplane.Serve(ctx, opts, func(server *controlplane.Server) {
+		printReady(out, server, time.Since(processStart))
+	})
 }
 
 func printReady(out io.Writer, server *controlplane.Server, took time.Duration) {
