@@ -60,7 +60,9 @@ type Options struct {
 	Controllers *manager.Options
 	// Resources returns the generic resources served unless --runtime-config
 	// says otherwise; nil serves DefaultResources. Set it to serve fewer,
-	// e.g. only namespaces, RBAC and leases. CustomResourceDefinitions and
+	// e.g. no quotas, certificates or admission configuration; the API
+	// server itself needs namespaces, service accounts, secrets and config
+	// maps (NewConfig fails, naming them, otherwise). CustomResourceDefinitions and
 	// APIServices are served by servers of their own in the chain
 	// (--runtime-config=apiextensions.k8s.io/v1=false turns CRDs off).
 	Resources func() *serverstorage.ResourceConfig

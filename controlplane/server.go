@@ -104,7 +104,9 @@ func (s *Server) Run(ctx context.Context) error {
 	// added API exist before the server reports ready.
 	bootstraps := opts.Bootstraps
 	if opts.Controllers != nil {
-		bootstraps = append([]Bootstrap{controllerRoles(opts.Controllers)}, bootstraps...)
+		if roles := controllerRoles(opts.Controllers); len(roles.ClusterRoles) > 0 {
+			bootstraps = append([]Bootstrap{roles}, bootstraps...)
+		}
 	}
 	for _, b := range bootstraps {
 		if !b.runs(s.config.APIs.ControlPlane.Generic.MergedResourceConfig) {
