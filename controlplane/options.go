@@ -288,15 +288,34 @@ func (o *Options) Complete(ctx context.Context) (CompletedOptions, error) {
 	return CompletedOptions{c}, nil
 }
 
+// completeControllers returns a copy of the controllers' options with the
+// defaults that come from the PKI and the server's own settings.
+func (o *Options) completeControllers(pki *bootstrap.PKI, servingCertFile, serviceAccountKeyFile string) *manager.Options {
+	controllers := *o.Controllers
+	if controllers.ClusterSigningCertFile == "" && controllers.ClusterSigningKeyFile == "" {
+		controllers.ClusterSigningCertFile, controllers.ClusterSigningKeyFile = pki.CA.CertFile, pki.CA.KeyFile
+	}
+	// The manager talks over the loopback connection, whose CA is not the
+	// one to publish: publish the cluster CA, unless the user serves with a
+	// certificate of their own (then only they know; --root-ca-file).
+	if controllers.RootCAFile == "" && servingCertFile == pki.ServingCertFile {
+		controllers.RootCAFile = pki.CA.CertFile
+	}
+	// With the embedded etcd no other replica can exist (its socket is
+	// private), so there is nobody to elect against; skipping the election
+	// also spares a restart after a crash the wait for the old lease.
+	if o.Embedded() {
+		controllers.LeaderElect = false
+	}
+	if controllers.ServiceAccountKeyFile == "" {
+		controllers.ServiceAccountKeyFile = serviceAccountKeyFile
+	}
+	return &controllers
+}
+
 func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 	cp := copyForCompletion(o.ControlPlane)
 	cp.Admission = withoutAdmissionOfUnserved(cp.Admission, c.Resources())
-	// Completion fills in defaults (files of the PKI) on a copy.
-	controllers := &manager.Options{}
-	if o.Controllers != nil {
-		copied := *o.Controllers
-		controllers, c.Controllers = &copied, &copied
-	}
 	pki, err := bootstrap.EnsurePKI(filepath.Join(c.DataDir, "pki"), o.servingHosts())
 	if err != nil {
 		return fmt.Errorf("preparing certificates in %s: %w", c.DataDir, err)
@@ -340,23 +359,8 @@ func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 			authn.ServiceAccounts.KeyFiles = []string{pki.ServiceAccountPublicKeyFile}
 		}
 	}
-	if controllers.ClusterSigningCertFile == "" && controllers.ClusterSigningKeyFile == "" {
-		controllers.ClusterSigningCertFile, controllers.ClusterSigningKeyFile = pki.CA.CertFile, pki.CA.KeyFile
-	}
-	// The manager talks over the loopback connection, whose CA is not the
-	// one to publish: publish the cluster CA, unless the user serves with a
-	// certificate of their own (then only they know; --root-ca-file).
-	if controllers.RootCAFile == "" && serving.CertFile == pki.ServingCertFile {
-		controllers.RootCAFile = pki.CA.CertFile
-	}
-	// With the embedded etcd no other replica can exist (its socket is
-	// private), so there is nobody to elect against; skipping the election
-	// also spares a restart after a crash the wait for the old lease.
-	if o.Embedded() {
-		controllers.LeaderElect = false
-	}
-	if controllers.ServiceAccountKeyFile == "" {
-		controllers.ServiceAccountKeyFile = cp.ServiceAccountSigningKeyFile
+	if o.Controllers != nil {
+		c.Controllers = o.completeControllers(pki, serving.CertFile, cp.ServiceAccountSigningKeyFile)
 	}
 	if len(authn.ServiceAccounts.Issuers) == 0 {
 		authn.ServiceAccounts.Issuers = []string{DefaultServiceAccountIssuer}

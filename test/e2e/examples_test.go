@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -107,10 +108,15 @@ func TestKubeCore(t *testing.T) {
 	if strings.Contains(livez, "controller-") {
 		t.Errorf("kube-core reports controllers it does not run:\n%s", livez)
 	}
-	// No controllers: a deleted namespace stays Terminating.
-	kubectl(t, c, "delete", "namespace", "core", "--wait=false")
-	if phase := kubectl(t, c, "get", "namespace", "core", "-o", "jsonpath={.status.phase}"); phase != "Terminating" {
-		t.Errorf("namespace phase %q after delete, want Terminating (nothing deletes its content)", phase)
+	// Neither controllers nor an embedded etcd: none of their flags.
+	help := runCommand(t, func(ctx context.Context) *exec.Cmd { return exec.CommandContext(ctx, p.binary, "--help") }, "")
+	for _, flag := range []string{"--controllers", "--embedded-etcd-quota-bytes"} {
+		if strings.Contains(help.Stdout+help.Stderr, flag) {
+			t.Errorf("kube-core --help offers %s", flag)
+		}
+	}
+	if !strings.Contains(help.Stdout+help.Stderr, "--etcd-servers") {
+		t.Errorf("kube-core --help does not offer --etcd-servers:\n%s", help.Stderr)
 	}
 }
 
