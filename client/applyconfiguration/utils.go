@@ -36,12 +36,16 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &networkingv1alpha1.AddressSpaceRecordApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AddressSpaceStatus"):
 		return &networkingv1alpha1.AddressSpaceStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ClaimedPrefix"):
+		return &networkingv1alpha1.ClaimedPrefixApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NetworkClaim"):
 		return &networkingv1alpha1.NetworkClaimApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NetworkClaimSpec"):
 		return &networkingv1alpha1.NetworkClaimSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NetworkClaimStatus"):
 		return &networkingv1alpha1.NetworkClaimStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PrefixSource"):
+		return &networkingv1alpha1.PrefixSourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceReference"):
 		return &networkingv1alpha1.ResourceReferenceApplyConfiguration{}
 

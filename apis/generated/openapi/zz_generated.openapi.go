@@ -90,10 +90,12 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		version.Info{}.OpenAPIModelName():                 schema_k8sio_apimachinery_pkg_version_Info(ref),
 		v1alpha1.AddressSpaceRecord{}.OpenAPIModelName():  schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceRecord(ref),
 		v1alpha1.AddressSpaceStatus{}.OpenAPIModelName():  schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceStatus(ref),
+		v1alpha1.ClaimedPrefix{}.OpenAPIModelName():       schema_sample_generic_controlplane_apis_networking_v1alpha1_ClaimedPrefix(ref),
 		v1alpha1.NetworkClaim{}.OpenAPIModelName():        schema_sample_generic_controlplane_apis_networking_v1alpha1_NetworkClaim(ref),
 		v1alpha1.NetworkClaimList{}.OpenAPIModelName():    schema_sample_generic_controlplane_apis_networking_v1alpha1_NetworkClaimList(ref),
 		v1alpha1.NetworkClaimSpec{}.OpenAPIModelName():    schema_sample_generic_controlplane_apis_networking_v1alpha1_NetworkClaimSpec(ref),
 		v1alpha1.NetworkClaimStatus{}.OpenAPIModelName():  schema_sample_generic_controlplane_apis_networking_v1alpha1_NetworkClaimStatus(ref),
+		v1alpha1.PrefixSource{}.OpenAPIModelName():        schema_sample_generic_controlplane_apis_networking_v1alpha1_PrefixSource(ref),
 		v1alpha1.ResourceReference{}.OpenAPIModelName():   schema_sample_generic_controlplane_apis_networking_v1alpha1_ResourceReference(ref),
 	}
 }
@@ -2776,9 +2778,16 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceRec
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "AddressSpaceRecord is one claimed prefix.",
+				Description: "AddressSpaceRecord is one claimed prefix: either a prefix named exactly, or \"any free prefix of length prefixLength\" taken from a delegable record of another claim (a pool).",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name tells the record apart from the claim's others. Required for a record taken from a pool (from and prefixLength), optional otherwise; a DNS label (e.g. pods-v4), unique in the claim.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"reference": {
 						SchemaProps: spec.SchemaProps{
 							Description: "reference names the resource the range is for, e.g. group \"\" and resource \"services\" for a Service ClusterIP range.",
@@ -2787,9 +2796,28 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceRec
 					},
 					"prefix": {
 						SchemaProps: spec.SchemaProps{
-							Description: "prefix is an IPv4 or IPv6 CIDR in canonical form, e.g. 10.96.0.0/12 or fd00:10:96::/112.",
-							Default:     "",
+							Description: "prefix is an IPv4 or IPv6 CIDR in canonical form, e.g. 10.96.0.0/12 or fd00:10:96::/112. Write either prefix, or prefixLength with from to let the registry choose the prefix.",
 							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"prefixLength": {
+						SchemaProps: spec.SchemaProps{
+							Description: "prefixLength asks for any free prefix of this length inside the pool that from names: the registry picks the lowest free one (first fit), records it in status, and keeps it for as long as the record stays in spec. 0 to 32 for an IPv4 pool, 0 to 128 for an IPv6 one, and no shorter than the pool's own prefix.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"from": {
+						SchemaProps: spec.SchemaProps{
+							Description: "from names the claim, and optionally which of its delegable records, this record is taken from. Required with prefixLength. With prefix, it says that prefix is a sub-prefix delegated by that claim, which then does not conflict with it; without from, a prefix that overlaps any other claim's allocation conflicts, delegable or not.",
+							Ref:         ref(v1alpha1.PrefixSource{}.OpenAPIModelName()),
+						},
+					},
+					"delegable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "delegable lets other claims take sub-prefixes of this record's prefix (with from naming this claim): its holder delegates them, as IANA delegates blocks to regional registries.",
+							Type:        []string{"boolean"},
 							Format:      "",
 						},
 					},
@@ -2801,11 +2829,10 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceRec
 						},
 					},
 				},
-				Required: []string{"prefix"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ResourceReference{}.OpenAPIModelName()},
+			v1alpha1.PrefixSource{}.OpenAPIModelName(), v1alpha1.ResourceReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -2813,9 +2840,16 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceSta
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "AddressSpaceStatus is the registry's decision on one claimed prefix.",
+				Description: "AddressSpaceStatus is the registry's decision on one spec record.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the spec record's name.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"reference": {
 						SchemaProps: spec.SchemaProps{
 							Description: "reference is the spec record's reference.",
@@ -2824,8 +2858,7 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceSta
 					},
 					"prefix": {
 						SchemaProps: spec.SchemaProps{
-							Description: "prefix is the spec record's prefix.",
-							Default:     "",
+							Description: "prefix is the prefix the record holds or waits for: the spec record's prefix, or the one the registry chose from the pool; empty while a pool record waits for room.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -2837,6 +2870,13 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceSta
 							Format:      "",
 						},
 					},
+					"delegable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "delegable is the spec record's delegable.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 					"date": {
 						SchemaProps: spec.SchemaProps{
 							Description: "date is when the record got its current status: when it was allocated, or since when it waits.",
@@ -2845,26 +2885,82 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceSta
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Description: "status is Allocated or Unavailable.\n\nPossible enum values:\n - `\"Allocated\"` : the prefix is this claim's for as long as it stays in spec.\n - `\"Unavailable\"` : the prefix overlaps a prefix allocated to another claim.",
+							Description: "status is Allocated or Unavailable.\n\nPossible enum values:\n - `\"Allocated\"` : the prefix is this claim's for as long as it stays in spec.\n - `\"Unavailable\"` : the record waits, for the reason its reason field gives.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Allocated", "Unavailable"},
 						},
 					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason says, for an Unavailable record, why in one word: Conflict, PoolExhausted or PoolNotFound.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"message": {
 						SchemaProps: spec.SchemaProps{
-							Description: "message says why the prefix is unavailable, naming the claim that holds an overlapping prefix.",
+							Description: "message says why the record is unavailable, for people.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"conflictsWith": {
+						SchemaProps: spec.SchemaProps{
+							Description: "conflictsWith is, for a record Unavailable with reason Conflict, the allocation of another claim that it overlaps.",
+							Ref:         ref(v1alpha1.ClaimedPrefix{}.OpenAPIModelName()),
+						},
+					},
+					"delegatedFrom": {
+						SchemaProps: spec.SchemaProps{
+							Description: "delegatedFrom is, for an allocated record taken from another claim, the delegable allocation it lies in: one step of the delegation chain.",
+							Ref:         ref(v1alpha1.ClaimedPrefix{}.OpenAPIModelName()),
+						},
+					},
+					"firstSeenResourceVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "firstSeenResourceVersion is the claim's resourceVersion when the registry first decided the record: etcd's order, in which waiting records are allocated, first come, first served.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
 				},
-				Required: []string{"prefix", "date", "status"},
+				Required: []string{"date", "status"},
 			},
 		},
 		Dependencies: []string{
-			v1.Time{}.OpenAPIModelName(), v1alpha1.ResourceReference{}.OpenAPIModelName()},
+			v1.Time{}.OpenAPIModelName(), v1alpha1.ClaimedPrefix{}.OpenAPIModelName(), v1alpha1.ResourceReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_sample_generic_controlplane_apis_networking_v1alpha1_ClaimedPrefix(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClaimedPrefix is a prefix and the claim that holds it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"claim": {
+						SchemaProps: spec.SchemaProps{
+							Description: "claim is the NetworkClaim's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"prefix": {
+						SchemaProps: spec.SchemaProps{
+							Description: "prefix is the claim's allocated prefix.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"claim", "prefix"},
+			},
+		},
 	}
 }
 
@@ -2872,7 +2968,7 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_NetworkClaim(re
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "NetworkClaim records the IP address space a component claims. The registry allocates each claimed prefix that overlaps no prefix already allocated to another claim, and marks the others unavailable, naming their holder.",
+				Description: "NetworkClaim records the IP address space a component claims. The registry allocates each claimed prefix that overlaps no prefix already allocated to another claim (except the delegable prefix it is taken from), chooses prefixes for the records taken from pools, and marks the others unavailable, saying why.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -2977,13 +3073,14 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_NetworkClaimSpe
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
 								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
 									"prefix",
 								},
 								"x-kubernetes-list-type": "map",
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "addressSpace lists the claimed prefixes, at most 64, none overlapping another.",
+							Description: "addressSpace lists the claimed records, at most 64: prefixes, none overlapping another, and records taken from pools, each with a name.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -3021,6 +3118,7 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_NetworkClaimSta
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
 								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
 									"prefix",
 								},
 								"x-kubernetes-list-type": "map",
@@ -3048,7 +3146,7 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_NetworkClaimSta
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "conditions: Ready is True when every record is allocated, and False with reason Conflict otherwise.",
+							Description: "conditions: Ready is True when every record is allocated, and False otherwise, with the reason of the first unavailable record.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -3064,6 +3162,35 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_NetworkClaimSta
 		},
 		Dependencies: []string{
 			v1.Condition{}.OpenAPIModelName(), v1alpha1.AddressSpaceStatus{}.OpenAPIModelName()},
+	}
+}
+
+func schema_sample_generic_controlplane_apis_networking_v1alpha1_PrefixSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PrefixSource names the delegable record a sub-prefix is taken from.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"claim": {
+						SchemaProps: spec.SchemaProps{
+							Description: "claim is the NetworkClaim that holds the delegable record.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"prefix": {
+						SchemaProps: spec.SchemaProps{
+							Description: "prefix picks one of the claim's delegable prefixes, e.g. 10.0.0.0/8; empty takes from the first of them, in the claim's spec order, that has room for the record.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"claim"},
+			},
+		},
 	}
 }
 

@@ -32,6 +32,11 @@ func (in AddressSpaceStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClaimedPrefix) OpenAPIModelName() string {
+	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.ClaimedPrefix"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NetworkClaim) OpenAPIModelName() string {
 	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaim"
 }
@@ -49,6 +54,11 @@ func (in NetworkClaimSpec) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NetworkClaimStatus) OpenAPIModelName() string {
 	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaimStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PrefixSource) OpenAPIModelName() string {
+	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.PrefixSource"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -5,6 +5,7 @@ package validation
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -25,13 +26,13 @@ const (
 // ValidateNetworkClaim validates a new claim.
 func ValidateNetworkClaim(claim *networking.NetworkClaim) field.ErrorList {
 	errs := apimachineryvalidation.ValidateObjectMeta(&claim.ObjectMeta, false, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
-	return append(errs, ValidateNetworkClaimSpec(&claim.Spec, field.NewPath("spec"))...)
+	return append(errs, ValidateNetworkClaimSpec(claim.Name, &claim.Spec, field.NewPath("spec"))...)
 }
 
 // ValidateNetworkClaimUpdate validates a change of a claim's metadata and spec.
 func ValidateNetworkClaimUpdate(claim, old *networking.NetworkClaim) field.ErrorList {
 	errs := apimachineryvalidation.ValidateObjectMetaUpdate(&claim.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-	return append(errs, ValidateNetworkClaimSpec(&claim.Spec, field.NewPath("spec"))...)
+	return append(errs, ValidateNetworkClaimSpec(claim.Name, &claim.Spec, field.NewPath("spec"))...)
 }
 
 // ValidateNetworkClaimStatusUpdate validates what the registry writes to status.
@@ -42,30 +43,69 @@ func ValidateNetworkClaimStatusUpdate(claim, old *networking.NetworkClaim) field
 	if status.ObservedGeneration < 0 {
 		errs = append(errs, field.Invalid(fldPath.Child("observedGeneration"), status.ObservedGeneration, "must not be negative"))
 	}
-	seen := map[string]bool{}
+	keys := map[recordKey]bool{}
 	for i, record := range status.AddressSpace {
 		path := fldPath.Child("addressSpace").Index(i)
-		if _, err := validatePrefix(record.Prefix, path.Child("prefix")); err != nil {
-			errs = append(errs, err)
-		} else if seen[record.Prefix] {
-			errs = append(errs, field.Duplicate(path.Child("prefix"), record.Prefix))
+		errs = append(errs, validateRecordName(record.Name, path.Child("name"))...)
+		switch {
+		case record.Prefix != "":
+			if _, err := validatePrefix(record.Prefix, path.Child("prefix")); err != nil {
+				errs = append(errs, err)
+			}
+		case record.Name == "":
+			errs = append(errs, field.Required(path.Child("prefix"), "write the record's prefix, or its name while it has none"))
 		}
-		seen[record.Prefix] = true
+		if key := (recordKey{record.Name, record.Prefix}); keys[key] {
+			errs = append(errs, field.Duplicate(path, key.String()))
+		} else {
+			keys[key] = true
+		}
 		switch record.Status {
-		case networking.AllocationAllocated, networking.AllocationUnavailable:
+		case networking.AllocationAllocated:
+			if record.Prefix == "" {
+				errs = append(errs, field.Required(path.Child("prefix"), "an allocated record names its prefix"))
+			}
+		case networking.AllocationUnavailable:
+			if record.Message == "" {
+				errs = append(errs, field.Required(path.Child("message"), "say why the record is unavailable, e.g. naming the claim that holds an overlapping prefix"))
+			}
 		default:
 			errs = append(errs, field.NotSupported(path.Child("status"), record.Status, []string{string(networking.AllocationAllocated), string(networking.AllocationUnavailable)}))
 		}
-		if record.Status == networking.AllocationUnavailable && record.Message == "" {
-			errs = append(errs, field.Required(path.Child("message"), "say why the prefix is unavailable, naming the claim that holds it"))
+		switch record.Reason {
+		case "", networking.ReasonConflict, networking.ReasonPoolExhausted, networking.ReasonPoolNotFound:
+		default:
+			errs = append(errs, field.NotSupported(path.Child("reason"), record.Reason, []string{networking.ReasonConflict, networking.ReasonPoolExhausted, networking.ReasonPoolNotFound}))
+		}
+		errs = append(errs, validateClaimedPrefix(record.ConflictsWith, path.Child("conflictsWith"))...)
+		errs = append(errs, validateClaimedPrefix(record.DelegatedFrom, path.Child("delegatedFrom"))...)
+		if rv := record.FirstSeenResourceVersion; rv != "" {
+			if n, err := strconv.ParseUint(rv, 10, 64); err != nil || n == 0 || strconv.FormatUint(n, 10) != rv {
+				errs = append(errs, field.Invalid(path.Child("firstSeenResourceVersion"), rv, "must be a resourceVersion: a positive integer without leading zeros"))
+			}
 		}
 		errs = append(errs, validateReference(record.Reference, path.Child("reference"))...)
 	}
 	return append(errs, metav1validation.ValidateConditions(status.Conditions, fldPath.Child("conditions"))...)
 }
 
-// ValidateNetworkClaimSpec validates the claimed records.
-func ValidateNetworkClaimSpec(spec *networking.NetworkClaimSpec, fldPath *field.Path) field.ErrorList {
+// recordKey identifies a record in spec and status, as server-side apply
+// does (the list's map keys): by name and prefix, either of which may be
+// empty.
+type recordKey struct{ name, prefix string }
+
+func (k recordKey) String() string {
+	switch {
+	case k.name == "":
+		return k.prefix
+	case k.prefix == "":
+		return k.name
+	}
+	return k.name + " " + k.prefix
+}
+
+// ValidateNetworkClaimSpec validates the records of the claim name.
+func ValidateNetworkClaimSpec(name string, spec *networking.NetworkClaimSpec, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	listPath := fldPath.Child("addressSpace")
 	switch n := len(spec.AddressSpace); {
@@ -79,12 +119,26 @@ func ValidateNetworkClaimSpec(spec *networking.NetworkClaimSpec, fldPath *field.
 		prefix netip.Prefix
 	}
 	var valid []parsed
+	names := map[string]int{}
 	for i, record := range spec.AddressSpace {
 		path := listPath.Index(i)
-		prefix, err := validatePrefix(record.Prefix, path.Child("prefix"))
-		if err != nil {
-			errs = append(errs, err)
-		} else {
+		errs = append(errs, validateRecordName(record.Name, path.Child("name"))...)
+		if record.Name != "" {
+			if j, ok := names[record.Name]; ok {
+				errs = append(errs, field.Invalid(path.Child("name"), record.Name, fmt.Sprintf("is also the name of addressSpace[%d]: give each record its own name", j)))
+			} else {
+				names[record.Name] = i
+			}
+		}
+		switch {
+		case record.Prefix != "" && record.PrefixLength != nil:
+			errs = append(errs, field.Invalid(path.Child("prefixLength"), *record.PrefixLength, "write either prefix, to claim that prefix, or prefixLength with from, to let the registry choose one from a pool; not both"))
+		case record.Prefix != "":
+			prefix, err := validatePrefix(record.Prefix, path.Child("prefix"))
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
 			for _, other := range valid {
 				if prefix == other.prefix {
 					errs = append(errs, field.Duplicate(path.Child("prefix"), record.Prefix))
@@ -94,11 +148,85 @@ func ValidateNetworkClaimSpec(spec *networking.NetworkClaimSpec, fldPath *field.
 				}
 			}
 			valid = append(valid, parsed{i, prefix})
+		case record.PrefixLength != nil:
+			if record.Name == "" {
+				errs = append(errs, field.Required(path.Child("name"), "name a record taken from a pool, e.g. name: pods-v4; its prefix is chosen by the registry, so the name tells it apart"))
+			}
+			if record.From == nil {
+				errs = append(errs, field.Required(path.Child("from"), "name the claim to take the prefix from, e.g. from: {claim: org-pods}"))
+			}
+			if n := *record.PrefixLength; n < 0 || n > 128 {
+				errs = append(errs, field.Invalid(path.Child("prefixLength"), n, "must be 0 to 32 for an IPv4 pool, 0 to 128 for an IPv6 one, e.g. 16 for a /16"))
+			}
+		default:
+			errs = append(errs, field.Required(path.Child("prefix"), "write a prefix such as 10.96.0.0/12, or prefixLength with from to take one from another claim's delegable prefix"))
 		}
+		errs = append(errs, validateSource(name, record, path)...)
 		if len(record.Description) > MaxDescriptionLength {
 			errs = append(errs, field.TooLong(path.Child("description"), "", MaxDescriptionLength))
 		}
 		errs = append(errs, validateReference(record.Reference, path.Child("reference"))...)
+	}
+	return errs
+}
+
+// validateSource checks a record's from: a claim other than claim itself,
+// and a pool prefix that can hold what the record asks for.
+func validateSource(claim string, record networking.AddressSpaceRecord, path *field.Path) field.ErrorList {
+	from := record.From
+	if from == nil {
+		return nil
+	}
+	fromPath := path.Child("from")
+	var errs field.ErrorList
+	switch {
+	case from.Claim == "":
+		errs = append(errs, field.Required(fromPath.Child("claim"), "name the NetworkClaim whose delegable prefix this record is taken from, e.g. org-pods"))
+	case from.Claim == claim:
+		errs = append(errs, field.Invalid(fromPath.Child("claim"), from.Claim, "must name another claim: a claim's own records never conflict with each other's space; claim the sub-prefix without from"))
+	default:
+		for _, msg := range validation.IsDNS1123Subdomain(from.Claim) {
+			errs = append(errs, field.Invalid(fromPath.Child("claim"), from.Claim, msg+"; write a NetworkClaim's name, e.g. org-pods"))
+		}
+	}
+	if from.Prefix == "" {
+		return errs
+	}
+	pool, err := validatePrefix(from.Prefix, fromPath.Child("prefix"))
+	if err != nil {
+		return append(errs, err)
+	}
+	if record.PrefixLength != nil {
+		if n := int(*record.PrefixLength); n < pool.Bits() || n > pool.Addr().BitLen() {
+			errs = append(errs, field.Invalid(path.Child("prefixLength"), n, fmt.Sprintf("must fit in the pool %s: write %d to %d", pool, pool.Bits(), pool.Addr().BitLen())))
+		}
+	}
+	if p, err := netip.ParsePrefix(record.Prefix); err == nil && (p.Bits() < pool.Bits() || !pool.Contains(p.Addr())) {
+		errs = append(errs, field.Invalid(path.Child("prefix"), record.Prefix, fmt.Sprintf("must lie inside from.prefix %s: write a sub-prefix of it", pool)))
+	}
+	return errs
+}
+
+func validateRecordName(name string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if name != "" {
+		for _, msg := range validation.IsDNS1123Label(name) {
+			errs = append(errs, field.Invalid(fldPath, name, msg+"; write a short name such as pods-v4"))
+		}
+	}
+	return errs
+}
+
+func validateClaimedPrefix(c *networking.ClaimedPrefix, fldPath *field.Path) field.ErrorList {
+	if c == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if c.Claim == "" {
+		errs = append(errs, field.Required(fldPath.Child("claim"), "name the NetworkClaim that holds the prefix"))
+	}
+	if _, err := validatePrefix(c.Prefix, fldPath.Child("prefix")); err != nil {
+		errs = append(errs, err)
 	}
 	return errs
 }

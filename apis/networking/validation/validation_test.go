@@ -16,6 +16,16 @@ func claim(records ...networking.AddressSpaceRecord) *networking.NetworkClaim {
 
 func prefix(p string) networking.AddressSpaceRecord { return networking.AddressSpaceRecord{Prefix: p} }
 
+// pool is a record taken from claim's pool.
+func pool(name, claim string, length int32) networking.AddressSpaceRecord {
+	return networking.AddressSpaceRecord{Name: name, From: &networking.PrefixSource{Claim: claim}, PrefixLength: &length}
+}
+
+func withPool(r networking.AddressSpaceRecord, p string) networking.AddressSpaceRecord {
+	r.From.Prefix = p
+	return r
+}
+
 func TestValidateNetworkClaim(t *testing.T) {
 	many := make([]networking.AddressSpaceRecord, MaxRecords+1)
 	for i := range many {
@@ -36,7 +46,7 @@ func TestValidateNetworkClaim(t *testing.T) {
 		{"host bits set", claim(prefix("10.0.0.1/8")), "spec.addressSpace[0].prefix", "write 10.0.0.0/8"},
 		{"ipv6 not in shortest form", claim(prefix("fd00:0:0::/64")), "spec.addressSpace[0].prefix", "write fd00::/64"},
 		{"not a CIDR", claim(prefix("10.0.0.0")), "spec.addressSpace[0].prefix", "e.g. 10.96.0.0/12"},
-		{"empty prefix", claim(prefix("")), "spec.addressSpace[0].prefix", "write an IPv4 or IPv6 CIDR"},
+		{"empty prefix", claim(prefix("")), "spec.addressSpace[0].prefix", "write a prefix such as 10.96.0.0/12, or prefixLength with from"},
 		{"zone", claim(prefix("fe80::%eth0/64")), "spec.addressSpace[0].prefix", "must not have an IPv6 zone"},
 		{"ipv4-mapped ipv6", claim(prefix("::ffff:10.0.0.0/104")), "spec.addressSpace[0].prefix", "write the IPv4 prefix, e.g. 10.0.0.0/8"},
 		{"overlapping records", claim(prefix("10.0.0.0/8"), prefix("10.96.0.0/12")), "spec.addressSpace[1].prefix", "overlaps 10.0.0.0/8 (addressSpace[0])"},
@@ -46,6 +56,26 @@ func TestValidateNetworkClaim(t *testing.T) {
 		{"description too long", claim(networking.AddressSpaceRecord{Prefix: "10.0.0.0/8", Description: strings.Repeat("x", 256)}), "spec.addressSpace[0].description", "more than 255"},
 		{"bad group", claim(networking.AddressSpaceRecord{Prefix: "10.0.0.0/8", Reference: &networking.ResourceReference{Group: "Not_A_Group", Resource: "services"}}), "spec.addressSpace[0].reference.group", "write \"\" for the core group"},
 		{"bad resource", claim(networking.AddressSpaceRecord{Prefix: "10.0.0.0/8", Reference: &networking.ResourceReference{Resource: "Services.v1"}}), "spec.addressSpace[0].reference.resource", "plural resource name"},
+		{"delegable", claim(networking.AddressSpaceRecord{Prefix: "10.0.0.0/8", Delegable: true}), "", ""},
+		{"from a pool", claim(pool("pods-v4", "org-pods", 16), pool("pods-v6", "org-pods", 48)), "", ""},
+		{"from a named pool", claim(withPool(pool("pods", "org-pods", 16), "10.0.0.0/8")), "", ""},
+		{"delegable from a pool", claim(func() networking.AddressSpaceRecord { r := pool("rir", "iana", 12); r.Delegable = true; return r }()), "", ""},
+		{"sub-prefix taken from a claim", claim(networking.AddressSpaceRecord{Prefix: "10.5.0.0/16", From: &networking.PrefixSource{Claim: "org-pods", Prefix: "10.0.0.0/8"}}), "", ""},
+		{"named exact record", claim(networking.AddressSpaceRecord{Name: "services", Prefix: "10.96.0.0/12"}), "", ""},
+		{"pool without name", claim(pool("", "org-pods", 16)), "spec.addressSpace[0].name", "name a record taken from a pool"},
+		{"pool without from", claim(networking.AddressSpaceRecord{Name: "pods", PrefixLength: ptr(int32(16))}), "spec.addressSpace[0].from", "name the claim to take the prefix from"},
+		{"prefix and prefixLength", claim(networking.AddressSpaceRecord{Name: "pods", Prefix: "10.0.0.0/16", PrefixLength: ptr(int32(16)), From: &networking.PrefixSource{Claim: "org"}}), "spec.addressSpace[0].prefixLength", "not both"},
+		{"prefixLength out of range", claim(pool("pods", "org", 129)), "spec.addressSpace[0].prefixLength", "0 to 128"},
+		{"prefixLength shorter than the pool", claim(withPool(pool("pods", "org", 4), "10.0.0.0/8")), "spec.addressSpace[0].prefixLength", "must fit in the pool 10.0.0.0/8: write 8 to 32"},
+		{"ipv4 pool, ipv6 length", claim(withPool(pool("pods", "org", 48), "10.0.0.0/8")), "spec.addressSpace[0].prefixLength", "write 8 to 32"},
+		{"sub-prefix outside from.prefix", claim(networking.AddressSpaceRecord{Prefix: "11.0.0.0/16", From: &networking.PrefixSource{Claim: "org", Prefix: "10.0.0.0/8"}}), "spec.addressSpace[0].prefix", "must lie inside from.prefix 10.0.0.0/8"},
+		{"from itself", claim(pool("pods", "kube-apiserver", 16)), "spec.addressSpace[0].from.claim", "must name another claim"},
+		{"from without claim", claim(pool("pods", "", 16)), "spec.addressSpace[0].from.claim", "Required value"},
+		{"from a bad claim name", claim(pool("pods", "Org_Pods", 16)), "spec.addressSpace[0].from.claim", "write a NetworkClaim's name"},
+		{"from a bad pool prefix", claim(withPool(pool("pods", "org", 16), "10.0.0.1/8")), "spec.addressSpace[0].from.prefix", "write 10.0.0.0/8"},
+		{"duplicate names", claim(pool("pods", "org", 16), pool("pods", "org", 24)), "spec.addressSpace[1].name", "is also the name of addressSpace[0]"},
+		{"bad name", claim(pool("Pods_V4", "org", 16)), "spec.addressSpace[0].name", "write a short name such as pods-v4"},
+		{"neither prefix nor prefixLength", claim(networking.AddressSpaceRecord{Name: "pods"}), "spec.addressSpace[0].prefix", "or prefixLength with from"},
 		{"missing resource", claim(networking.AddressSpaceRecord{Prefix: "10.0.0.0/8", Reference: &networking.ResourceReference{Group: "example.com"}}), "spec.addressSpace[0].reference.resource", "Required value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,6 +107,13 @@ func TestValidateStatusUpdate(t *testing.T) {
 		{"allocated", networking.NetworkClaimStatus{ObservedGeneration: 1, AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationAllocated}}}, ""},
 		{"unavailable without message", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationUnavailable}}}, "status.addressSpace[0].message"},
 		{"unknown status", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: "Maybe"}}}, "status.addressSpace[0].status"},
+		{"pool record waiting", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Name: "pods", Status: networking.AllocationUnavailable, Reason: networking.ReasonPoolExhausted, Message: "no free /16"}}}, ""},
+		{"pool record allocated without prefix", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Name: "pods", Status: networking.AllocationAllocated}}}, "status.addressSpace[0].prefix"},
+		{"record without name or prefix", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Status: networking.AllocationUnavailable, Message: "x"}}}, "status.addressSpace[0].prefix"},
+		{"duplicate records", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationAllocated}, {Prefix: "10.0.0.0/8", Status: networking.AllocationAllocated}}}, "status.addressSpace[1]"},
+		{"unknown reason", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationUnavailable, Reason: "Busy", Message: "x"}}}, "status.addressSpace[0].reason"},
+		{"conflict without prefix", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationUnavailable, Reason: networking.ReasonConflict, Message: "x", ConflictsWith: &networking.ClaimedPrefix{Claim: "a"}}}}, "status.addressSpace[0].conflictsWith.prefix"},
+		{"bad resource version", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationAllocated, FirstSeenResourceVersion: "007"}}}, "status.addressSpace[0].firstSeenResourceVersion"},
 		{"negative generation", networking.NetworkClaimStatus{ObservedGeneration: -1}, "status.observedGeneration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,3 +140,5 @@ func FuzzValidateNetworkClaim(f *testing.F) {
 		}
 	})
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -194,36 +194,75 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.AddressSpaceRecord
   map:
     fields:
+    - name: delegable
+      type:
+        scalar: boolean
     - name: description
+      type:
+        scalar: string
+    - name: from
+      type:
+        namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.PrefixSource
+    - name: name
       type:
         scalar: string
     - name: prefix
       type:
         scalar: string
-      default: ""
+    - name: prefixLength
+      type:
+        scalar: numeric
     - name: reference
       type:
         namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.ResourceReference
 - name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.AddressSpaceStatus
   map:
     fields:
+    - name: conflictsWith
+      type:
+        namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.ClaimedPrefix
     - name: date
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: delegable
+      type:
+        scalar: boolean
+    - name: delegatedFrom
+      type:
+        namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.ClaimedPrefix
     - name: description
+      type:
+        scalar: string
+    - name: firstSeenResourceVersion
       type:
         scalar: string
     - name: message
       type:
         scalar: string
+    - name: name
+      type:
+        scalar: string
     - name: prefix
       type:
         scalar: string
-      default: ""
+    - name: reason
+      type:
+        scalar: string
     - name: reference
       type:
         namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.ResourceReference
     - name: status
+      type:
+        scalar: string
+      default: ""
+- name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.ClaimedPrefix
+  map:
+    fields:
+    - name: claim
+      type:
+        scalar: string
+      default: ""
+    - name: prefix
       type:
         scalar: string
       default: ""
@@ -258,6 +297,7 @@ var schemaYAML = typed.YAMLObject(`types:
             namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.AddressSpaceRecord
           elementRelationship: associative
           keys:
+          - name
           - prefix
 - name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaimStatus
   map:
@@ -269,6 +309,7 @@ var schemaYAML = typed.YAMLObject(`types:
             namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.AddressSpaceStatus
           elementRelationship: associative
           keys:
+          - name
           - prefix
     - name: conditions
       type:
@@ -281,6 +322,16 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: observedGeneration
       type:
         scalar: numeric
+- name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.PrefixSource
+  map:
+    fields:
+    - name: claim
+      type:
+        scalar: string
+      default: ""
+    - name: prefix
+      type:
+        scalar: string
 - name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.ResourceReference
   map:
     fields:

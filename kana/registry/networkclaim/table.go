@@ -49,9 +49,15 @@ func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, _ ru
 }
 
 func row(c *networking.NetworkClaim) metav1.TableRow {
+	chosen := map[string]string{}
+	for _, r := range c.Status.AddressSpace {
+		if r.Name != "" && r.Status == networking.AllocationAllocated {
+			chosen[r.Name] = r.Prefix
+		}
+	}
 	var prefixes, references []string
 	for _, r := range c.Spec.AddressSpace {
-		prefixes = append(prefixes, r.Prefix)
+		prefixes = append(prefixes, specPrefix(r, chosen[r.Name]))
 		if r.Reference != nil {
 			references = append(references, r.Reference.Resource+groupSuffix(r.Reference.Group))
 		} else {
@@ -74,6 +80,26 @@ func row(c *networking.NetworkClaim) metav1.TableRow {
 			strings.Join(references, ","),
 		},
 	}
+}
+
+// specPrefix shows a record's prefix: the one claimed, or for a record
+// taken from a pool the one chosen (else what it asks for), and where it
+// is taken from.
+func specPrefix(r networking.AddressSpaceRecord, chosen string) string {
+	p := r.Prefix
+	if p == "" {
+		p = chosen
+	}
+	if p == "" && r.PrefixLength != nil {
+		p = fmt.Sprintf("/%d", *r.PrefixLength)
+	}
+	if r.From != nil {
+		p += " from " + r.From.Claim
+	}
+	if r.Delegable {
+		p += " (delegable)"
+	}
+	return p
 }
 
 func groupSuffix(group string) string {

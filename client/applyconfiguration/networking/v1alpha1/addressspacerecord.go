@@ -21,14 +21,37 @@ package v1alpha1
 // AddressSpaceRecordApplyConfiguration represents a declarative configuration of the AddressSpaceRecord type for use
 // with apply.
 //
-// AddressSpaceRecord is one claimed prefix.
+// AddressSpaceRecord is one claimed prefix: either a prefix named exactly,
+// or "any free prefix of length prefixLength" taken from a delegable record
+// of another claim (a pool).
 type AddressSpaceRecordApplyConfiguration struct {
+	// name tells the record apart from the claim's others. Required for a
+	// record taken from a pool (from and prefixLength), optional otherwise;
+	// a DNS label (e.g. pods-v4), unique in the claim.
+	Name *string `json:"name,omitempty"`
 	// reference names the resource the range is for, e.g. group "" and
 	// resource "services" for a Service ClusterIP range.
 	Reference *ResourceReferenceApplyConfiguration `json:"reference,omitempty"`
 	// prefix is an IPv4 or IPv6 CIDR in canonical form, e.g. 10.96.0.0/12
-	// or fd00:10:96::/112.
+	// or fd00:10:96::/112. Write either prefix, or prefixLength with from
+	// to let the registry choose the prefix.
 	Prefix *string `json:"prefix,omitempty"`
+	// prefixLength asks for any free prefix of this length inside the pool
+	// that from names: the registry picks the lowest free one (first fit),
+	// records it in status, and keeps it for as long as the record stays in
+	// spec. 0 to 32 for an IPv4 pool, 0 to 128 for an IPv6 one, and no
+	// shorter than the pool's own prefix.
+	PrefixLength *int32 `json:"prefixLength,omitempty"`
+	// from names the claim, and optionally which of its delegable records,
+	// this record is taken from. Required with prefixLength. With prefix,
+	// it says that prefix is a sub-prefix delegated by that claim, which
+	// then does not conflict with it; without from, a prefix that overlaps
+	// any other claim's allocation conflicts, delegable or not.
+	From *PrefixSourceApplyConfiguration `json:"from,omitempty"`
+	// delegable lets other claims take sub-prefixes of this record's
+	// prefix (with from naming this claim): its holder delegates them, as
+	// IANA delegates blocks to regional registries.
+	Delegable *bool `json:"delegable,omitempty"`
 	// description says what the range is for, in at most 255 characters.
 	Description *string `json:"description,omitempty"`
 }
@@ -37,6 +60,14 @@ type AddressSpaceRecordApplyConfiguration struct {
 // apply.
 func AddressSpaceRecord() *AddressSpaceRecordApplyConfiguration {
 	return &AddressSpaceRecordApplyConfiguration{}
+}
+
+// WithName sets the Name field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Name field is set to the value of the last call.
+func (b *AddressSpaceRecordApplyConfiguration) WithName(value string) *AddressSpaceRecordApplyConfiguration {
+	b.Name = &value
+	return b
 }
 
 // WithReference sets the Reference field in the declarative configuration to the given value
@@ -52,6 +83,30 @@ func (b *AddressSpaceRecordApplyConfiguration) WithReference(value *ResourceRefe
 // If called multiple times, the Prefix field is set to the value of the last call.
 func (b *AddressSpaceRecordApplyConfiguration) WithPrefix(value string) *AddressSpaceRecordApplyConfiguration {
 	b.Prefix = &value
+	return b
+}
+
+// WithPrefixLength sets the PrefixLength field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PrefixLength field is set to the value of the last call.
+func (b *AddressSpaceRecordApplyConfiguration) WithPrefixLength(value int32) *AddressSpaceRecordApplyConfiguration {
+	b.PrefixLength = &value
+	return b
+}
+
+// WithFrom sets the From field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the From field is set to the value of the last call.
+func (b *AddressSpaceRecordApplyConfiguration) WithFrom(value *PrefixSourceApplyConfiguration) *AddressSpaceRecordApplyConfiguration {
+	b.From = value
+	return b
+}
+
+// WithDelegable sets the Delegable field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Delegable field is set to the value of the last call.
+func (b *AddressSpaceRecordApplyConfiguration) WithDelegable(value bool) *AddressSpaceRecordApplyConfiguration {
+	b.Delegable = &value
 	return b
 }
 

@@ -26,28 +26,55 @@ import (
 // AddressSpaceStatusApplyConfiguration represents a declarative configuration of the AddressSpaceStatus type for use
 // with apply.
 //
-// AddressSpaceStatus is the registry's decision on one claimed prefix.
+// AddressSpaceStatus is the registry's decision on one spec record.
 type AddressSpaceStatusApplyConfiguration struct {
+	// name is the spec record's name.
+	Name *string `json:"name,omitempty"`
 	// reference is the spec record's reference.
 	Reference *ResourceReferenceApplyConfiguration `json:"reference,omitempty"`
-	// prefix is the spec record's prefix.
+	// prefix is the prefix the record holds or waits for: the spec
+	// record's prefix, or the one the registry chose from the pool; empty
+	// while a pool record waits for room.
 	Prefix *string `json:"prefix,omitempty"`
 	// description is the spec record's description.
 	Description *string `json:"description,omitempty"`
+	// delegable is the spec record's delegable.
+	Delegable *bool `json:"delegable,omitempty"`
 	// date is when the record got its current status: when it was
 	// allocated, or since when it waits.
 	Date *v1.Time `json:"date,omitempty"`
 	// status is Allocated or Unavailable.
 	Status *networkingv1alpha1.AllocationStatus `json:"status,omitempty"`
-	// message says why the prefix is unavailable, naming the claim that
-	// holds an overlapping prefix.
+	// reason says, for an Unavailable record, why in one word: Conflict,
+	// PoolExhausted or PoolNotFound.
+	Reason *string `json:"reason,omitempty"`
+	// message says why the record is unavailable, for people.
 	Message *string `json:"message,omitempty"`
+	// conflictsWith is, for a record Unavailable with reason Conflict, the
+	// allocation of another claim that it overlaps.
+	ConflictsWith *ClaimedPrefixApplyConfiguration `json:"conflictsWith,omitempty"`
+	// delegatedFrom is, for an allocated record taken from another
+	// claim, the delegable allocation it lies in: one step of the
+	// delegation chain.
+	DelegatedFrom *ClaimedPrefixApplyConfiguration `json:"delegatedFrom,omitempty"`
+	// firstSeenResourceVersion is the claim's resourceVersion when the
+	// registry first decided the record: etcd's order, in which waiting
+	// records are allocated, first come, first served.
+	FirstSeenResourceVersion *string `json:"firstSeenResourceVersion,omitempty"`
 }
 
 // AddressSpaceStatusApplyConfiguration constructs a declarative configuration of the AddressSpaceStatus type for use with
 // apply.
 func AddressSpaceStatus() *AddressSpaceStatusApplyConfiguration {
 	return &AddressSpaceStatusApplyConfiguration{}
+}
+
+// WithName sets the Name field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Name field is set to the value of the last call.
+func (b *AddressSpaceStatusApplyConfiguration) WithName(value string) *AddressSpaceStatusApplyConfiguration {
+	b.Name = &value
+	return b
 }
 
 // WithReference sets the Reference field in the declarative configuration to the given value
@@ -74,6 +101,14 @@ func (b *AddressSpaceStatusApplyConfiguration) WithDescription(value string) *Ad
 	return b
 }
 
+// WithDelegable sets the Delegable field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Delegable field is set to the value of the last call.
+func (b *AddressSpaceStatusApplyConfiguration) WithDelegable(value bool) *AddressSpaceStatusApplyConfiguration {
+	b.Delegable = &value
+	return b
+}
+
 // WithDate sets the Date field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Date field is set to the value of the last call.
@@ -90,10 +125,42 @@ func (b *AddressSpaceStatusApplyConfiguration) WithStatus(value networkingv1alph
 	return b
 }
 
+// WithReason sets the Reason field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Reason field is set to the value of the last call.
+func (b *AddressSpaceStatusApplyConfiguration) WithReason(value string) *AddressSpaceStatusApplyConfiguration {
+	b.Reason = &value
+	return b
+}
+
 // WithMessage sets the Message field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Message field is set to the value of the last call.
 func (b *AddressSpaceStatusApplyConfiguration) WithMessage(value string) *AddressSpaceStatusApplyConfiguration {
 	b.Message = &value
+	return b
+}
+
+// WithConflictsWith sets the ConflictsWith field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ConflictsWith field is set to the value of the last call.
+func (b *AddressSpaceStatusApplyConfiguration) WithConflictsWith(value *ClaimedPrefixApplyConfiguration) *AddressSpaceStatusApplyConfiguration {
+	b.ConflictsWith = value
+	return b
+}
+
+// WithDelegatedFrom sets the DelegatedFrom field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DelegatedFrom field is set to the value of the last call.
+func (b *AddressSpaceStatusApplyConfiguration) WithDelegatedFrom(value *ClaimedPrefixApplyConfiguration) *AddressSpaceStatusApplyConfiguration {
+	b.DelegatedFrom = value
+	return b
+}
+
+// WithFirstSeenResourceVersion sets the FirstSeenResourceVersion field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FirstSeenResourceVersion field is set to the value of the last call.
+func (b *AddressSpaceStatusApplyConfiguration) WithFirstSeenResourceVersion(value string) *AddressSpaceStatusApplyConfiguration {
+	b.FirstSeenResourceVersion = &value
 	return b
 }

@@ -32,7 +32,9 @@ import (
 //
 // NetworkClaim records the IP address space a component claims. The registry
 // allocates each claimed prefix that overlaps no prefix already allocated to
-// another claim, and marks the others unavailable, naming their holder.
+// another claim (except the delegable prefix it is taken from), chooses
+// prefixes for the records taken from pools, and marks the others
+// unavailable, saying why.
 type NetworkClaimApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

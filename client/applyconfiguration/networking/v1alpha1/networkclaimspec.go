@@ -23,8 +23,8 @@ package v1alpha1
 //
 // NetworkClaimSpec lists the prefixes a component claims.
 type NetworkClaimSpecApplyConfiguration struct {
-	// addressSpace lists the claimed prefixes, at most 64, none overlapping
-	// another.
+	// addressSpace lists the claimed records, at most 64: prefixes, none
+	// overlapping another, and records taken from pools, each with a name.
 	AddressSpace []AddressSpaceRecordApplyConfiguration `json:"addressSpace,omitempty"`
 }
 

@@ -32,7 +32,7 @@ type NetworkClaimStatusApplyConfiguration struct {
 	// addressSpace has one record per spec record, in the same order.
 	AddressSpace []AddressSpaceStatusApplyConfiguration `json:"addressSpace,omitempty"`
 	// conditions: Ready is True when every record is allocated, and False
-	// with reason Conflict otherwise.
+	// otherwise, with the reason of the first unavailable record.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
