@@ -23,6 +23,11 @@
 // not allocations. Allocations say which delegable allocation they were
 // taken from, and Chain walks those steps up to the root of the delegation.
 //
+// A component that takes ranges from a pool (Record with From and
+// PrefixLength) learns which prefix the registry chose from WaitForPrefix,
+// for one record, or from AllocationsOf the claim that WaitForAllocation
+// returns, for all of them.
+//
 // Decisions are not final. WaitForAllocation returns as soon as the registry
 // has decided on a claim; a prefix it found Unavailable may be allocated
 // later, when the claim holding the overlapping prefix releases it, and
