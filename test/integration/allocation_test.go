@@ -509,6 +509,10 @@ func TestAllocationMetrics(t *testing.T) {
 		`networkclaim_allocation_decision_duration_seconds_bucket{le="0.001"}`,
 		`networkclaim_allocation_decision_duration_seconds_count`,
 		`networkclaim_conflicts_total`,
+		`networkclaim_pool_exhausted_total`,
+		`workqueue_depth{name="networkclaim-allocation-statuses"}`,
+		`workqueue_depth{name="networkclaim-allocation-decisions"}`,
+		`workqueue_retries_total{name="networkclaim-allocation-statuses"}`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
