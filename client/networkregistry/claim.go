@@ -167,7 +167,7 @@ func checkRecord(claim string, record Record) error {
 		if record.PrefixLength != 0 {
 			return fmt.Errorf("has both Prefix %s and PrefixLength %d; set Prefix to claim that prefix, or PrefixLength with From to let the registry choose one", record.Prefix, record.PrefixLength)
 		}
-		if from != nil && from.Prefix.IsValid() && (record.Prefix.Bits() < from.Prefix.Bits() || !from.Prefix.Contains(record.Prefix.Addr())) {
+		if from != nil && from.Prefix.IsValid() && (record.Prefix.Bits() <= from.Prefix.Bits() || !from.Prefix.Contains(record.Prefix.Addr())) {
 			return fmt.Errorf("has prefix %s outside From.Prefix %s; claim a sub-prefix of it, or leave From.Prefix out", record.Prefix, from.Prefix)
 		}
 		return nil
@@ -184,8 +184,8 @@ func checkRecord(claim string, record Record) error {
 		return fmt.Errorf("is taken from NetworkClaim %s without a Name; name it, e.g. Name: \"pods-v4\": the registry chooses its prefix, and the name tells it apart", from.Claim)
 	}
 	if from.Prefix.IsValid() {
-		if n := record.PrefixLength; n < from.Prefix.Bits() || n > from.Prefix.Addr().BitLen() {
-			return fmt.Errorf("has PrefixLength %d, which does not fit in From.Prefix %s; write %d to %d", n, from.Prefix, max(from.Prefix.Bits(), 1), from.Prefix.Addr().BitLen())
+		if n := record.PrefixLength; n <= from.Prefix.Bits() || n > from.Prefix.Addr().BitLen() {
+			return fmt.Errorf("has PrefixLength %d, which does not fit strictly inside From.Prefix %s; write %d to %d", n, from.Prefix, from.Prefix.Bits()+1, from.Prefix.Addr().BitLen())
 		}
 	} else if n := record.PrefixLength; n < 0 || n > 128 {
 		return fmt.Errorf("has PrefixLength %d; write 1 to 32 for an IPv4 pool, 1 to 128 for an IPv6 one", n)

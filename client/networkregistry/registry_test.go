@@ -883,7 +883,7 @@ func TestClaim(t *testing.T) {
 		{name: "prefix and length", registry: r, records: []Record{{Prefix: netip.MustParsePrefix("10.0.0.0/16"), From: &PrefixSource{Claim: "org-pods"}, PrefixLength: 16}},
 			wantErr: "record 0 has both Prefix 10.0.0.0/16 and PrefixLength 16"},
 		{name: "length does not fit the pool", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{Claim: "org-pods", Prefix: netip.MustParsePrefix("10.0.0.0/8")}, PrefixLength: 7}},
-			wantErr: "record 0 (pods) has PrefixLength 7, which does not fit in From.Prefix 10.0.0.0/8; write 8 to 32"},
+			wantErr: "record 0 (pods) has PrefixLength 7, which does not fit strictly inside From.Prefix 10.0.0.0/8; write 9 to 32"},
 		{name: "length out of range", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{Claim: "org-pods"}, PrefixLength: 129}},
 			wantErr: "record 0 (pods) has PrefixLength 129; write 1 to 32 for an IPv4 pool, 1 to 128 for an IPv6 one"},
 		{name: "sub-prefix outside the pool", registry: r, records: []Record{{Prefix: netip.MustParsePrefix("11.0.0.0/16"), From: &PrefixSource{Claim: "org-pods", Prefix: netip.MustParsePrefix("10.0.0.0/8")}}},

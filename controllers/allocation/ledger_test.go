@@ -121,7 +121,7 @@ func TestLedgerDecisions(t *testing.T) {
 		},
 		want: map[string]string{
 			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
-			"a/10.5.0.0/16":  "PoolNotFound: NetworkClaim org holds no allocated delegable prefix that contains 10.5.0.0/16",
+			"a/10.5.0.0/16":  "PoolNotFound: NetworkClaim org holds no allocated delegable prefix that strictly contains 10.5.0.0/16",
 			"a/more":         "PoolNotFound: NetworkClaim org holds no allocated delegable prefix that can hold a /16",
 		},
 	}, {

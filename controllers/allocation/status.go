@@ -24,7 +24,7 @@ func unavailableMessage(reason string, prefix netip.Prefix, length int, holder h
 	case reasonPoolNotFound:
 		switch {
 		case length < 0:
-			return fmt.Sprintf("NetworkClaim %s holds no allocated delegable prefix that contains %s", holder.claim, prefix)
+			return fmt.Sprintf("NetworkClaim %s holds no allocated delegable prefix that strictly contains %s", holder.claim, prefix)
 		case holder.prefix.IsValid():
 			return fmt.Sprintf("NetworkClaim %s holds no allocated delegable prefix %s", holder.claim, holder.prefix)
 		}

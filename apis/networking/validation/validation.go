@@ -155,8 +155,8 @@ func ValidateNetworkClaimSpec(name string, spec *networking.NetworkClaimSpec, fl
 			if record.From == nil {
 				errs = append(errs, field.Required(path.Child("from"), "name the claim to take the prefix from, e.g. from: {claim: org-pods}"))
 			}
-			if n := *record.PrefixLength; n < 0 || n > 128 {
-				errs = append(errs, field.Invalid(path.Child("prefixLength"), n, "must be 0 to 32 for an IPv4 pool, 0 to 128 for an IPv6 one, e.g. 16 for a /16"))
+			if n := *record.PrefixLength; n < 1 || n > 128 {
+				errs = append(errs, field.Invalid(path.Child("prefixLength"), n, "must be 1 to 32 for an IPv4 pool, 1 to 128 for an IPv6 one (a sub-prefix is smaller than its pool), e.g. 16 for a /16"))
 			}
 		default:
 			errs = append(errs, field.Required(path.Child("prefix"), "write a prefix such as 10.96.0.0/12, or prefixLength with from to take one from another claim's delegable prefix"))

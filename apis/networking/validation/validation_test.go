@@ -65,7 +65,7 @@ func TestValidateNetworkClaim(t *testing.T) {
 		{"pool without name", claim(pool("", "org-pods", 16)), "spec.addressSpace[0].name", "name a record taken from a pool"},
 		{"pool without from", claim(networking.AddressSpaceRecord{Name: "pods", PrefixLength: ptr(int32(16))}), "spec.addressSpace[0].from", "name the claim to take the prefix from"},
 		{"prefix and prefixLength", claim(networking.AddressSpaceRecord{Name: "pods", Prefix: "10.0.0.0/16", PrefixLength: ptr(int32(16)), From: &networking.PrefixSource{Claim: "org"}}), "spec.addressSpace[0].prefixLength", "not both"},
-		{"prefixLength out of range", claim(pool("pods", "org", 129)), "spec.addressSpace[0].prefixLength", "0 to 128"},
+		{"prefixLength out of range", claim(pool("pods", "org", 129)), "spec.addressSpace[0].prefixLength", "1 to 128"},
 		{"prefixLength shorter than the pool", claim(withPool(pool("pods", "org", 4), "10.0.0.0/8")), "spec.addressSpace[0].prefixLength", "must fit strictly inside the pool 10.0.0.0/8: write 9 to 32"},
 		{"ipv4 pool, ipv6 length", claim(withPool(pool("pods", "org", 48), "10.0.0.0/8")), "spec.addressSpace[0].prefixLength", "write 9 to 32"},
 		{"sub-prefix outside from.prefix", claim(networking.AddressSpaceRecord{Prefix: "11.0.0.0/16", From: &networking.PrefixSource{Claim: "org", Prefix: "10.0.0.0/8"}}), "spec.addressSpace[0].prefix", "must lie strictly inside from.prefix 10.0.0.0/8"},

@@ -188,7 +188,7 @@ func (o *claimOptions) records(args []string, changed func(flag string) bool) ([
 		if err != nil {
 			return nil, "", err
 		}
-		if from != nil && from.Prefix.IsValid() && (p.Bits() < from.Prefix.Bits() || !from.Prefix.Contains(p.Addr())) {
+		if from != nil && from.Prefix.IsValid() && (p.Bits() <= from.Prefix.Bits() || !from.Prefix.Contains(p.Addr())) {
 			return nil, "", fmt.Errorf("PREFIX %s is not inside --from-prefix %s: claim a sub-prefix of it, or leave --from-prefix out", p, from.Prefix)
 		}
 		for _, other := range records {
@@ -212,8 +212,8 @@ func (o *claimOptions) records(args []string, changed func(flag string) bool) ([
 func (o *claimOptions) checkPrefixLength(from *networkregistry.PrefixSource) error {
 	n := o.prefixLength
 	if from.Prefix.IsValid() {
-		if lo, hi := max(from.Prefix.Bits(), 1), from.Prefix.Addr().BitLen(); n < lo || n > hi {
-			return fmt.Errorf("--prefix-length %d does not fit in --from-prefix %s: write %d to %d", n, from.Prefix, lo, hi)
+		if lo, hi := from.Prefix.Bits()+1, from.Prefix.Addr().BitLen(); n < lo || n > hi {
+			return fmt.Errorf("--prefix-length %d does not fit strictly inside --from-prefix %s: write %d to %d", n, from.Prefix, lo, hi)
 		}
 		return nil
 	}
