@@ -52,6 +52,10 @@ type ledger struct {
 	// between a release and the write that records it.
 	stored   prefixindex.Index[string]
 	storedBy map[string][]netip.Prefix
+
+	// full marks how far each pool is taken from its start, so that first
+	// fit does not walk the taken part again.
+	full map[*record]fullMark
 }
 
 // recordKey identifies a record within its claim, as the API's list keys
@@ -214,6 +218,7 @@ func newLedger(now func() time.Time) *ledger {
 		claims:      map[string]*claimEntry{},
 		waitingFrom: map[string]map[*record]bool{},
 		storedBy:    map[string][]netip.Prefix{},
+		full:        map[*record]fullMark{},
 	}
 }
 
@@ -308,6 +313,8 @@ func (l *ledger) forget(name string, uid types.UID) []change {
 func (l *ledger) drop(r *record) bool {
 	if r.allocated {
 		l.held.Delete(r.prefix, r)
+		delete(l.full, r)
+		l.lowerFullMarks(r.prefix)
 		return true
 	}
 	l.unwait(r)
@@ -484,52 +491,120 @@ func (l *ledger) blocker(r *record, p netip.Prefix) (holding, bool) {
 }
 
 // firstFit returns the lowest prefix of the given length inside pool that
-// overlaps no allocation other than the pool's own chain.
+// overlaps no allocation other than the pool's own chain. It walks the
+// pool's sub-allocations in address order from the pool's full mark:
+// below it every address is taken, so a pool filled from the bottom is not
+// walked again from its start.
 func (l *ledger) firstFit(pool *record, length int) (netip.Prefix, bool) {
 	p := pool.prefix
 	bits := p.Addr().BitLen()
 	cursor, last := toUint128(p.Addr()), toUint128(lastAddr(p))
-	size := uint128{}.addOne().shl(uint(bits - length))
-	chain := map[*record]bool{pool: true}
-	for a := range l.ancestors(pool.req, p) {
-		chain[a] = true
-	}
-	try := func() (uint128, bool, bool) {
-		start, ok := cursor.alignUp(uint(bits - length))
-		if !ok || last.less(start) {
-			return uint128{}, false, true
+	mark, marked := l.full[pool]
+	if marked {
+		if mark.full {
+			return netip.Prefix{}, false
 		}
-		return start, true, false
+		cursor = mark.low
 	}
+	chain := l.ancestors(pool.req, p)
 	for q, h := range l.held.Overlapping(p) {
-		if chain[h] {
-			continue
+		if q.Bits() > p.Bits() {
+			break
 		}
-		if q.Bits() <= p.Bits() {
+		if h != pool && !chain[h] {
 			// Something outside the chain holds the whole pool.
 			return netip.Prefix{}, false
 		}
-		start, ok, exhausted := try()
-		if exhausted {
+	}
+	size := uint128{}.addOne().shl(uint(bits - length))
+	// free is the first address no allocation takes, once seen; taken
+	// says every address to the pool's end is.
+	var free uint128
+	seen, taken := false, false
+	fits := func() (uint128, bool) {
+		start, ok := cursor.alignUp(uint(bits - length))
+		if !ok || last.less(start) || last.less(start.add(size).sub1()) {
+			return uint128{}, false
+		}
+		return start, true
+	}
+	done := func(found bool, start uint128) (netip.Prefix, bool) {
+		if !seen {
+			free = cursor
+		}
+		l.full[pool] = fullMark{low: free, full: !seen && taken}
+		if !found {
 			return netip.Prefix{}, false
 		}
-		if ok && start.add(size).sub1().less(toUint128(q.Addr())) {
-			return netip.PrefixFrom(start.addr(bits), length), true
-		}
-		end := toUint128(lastAddr(q))
-		if end == last {
-			return netip.Prefix{}, false
-		}
-		if next := end.addOne(); cursor.less(next) {
-			cursor = next
+		return netip.PrefixFrom(start.addr(bits), length), true
+	}
+	for _, block := range cover(p, cursor, nil) {
+		for q := range l.held.Overlapping(block) {
+			if q.Bits() <= p.Bits() {
+				continue // the pool and its chain
+			}
+			first, end := toUint128(q.Addr()), toUint128(lastAddr(q))
+			if end.less(cursor) {
+				continue // inside one passed already
+			}
+			if cursor.less(first) && !seen {
+				free, seen = cursor, true
+			}
+			start, ok := fits()
+			if !ok {
+				return done(false, uint128{})
+			}
+			if start.add(size).sub1().less(first) {
+				return done(true, start)
+			}
+			if end == last {
+				taken = true
+				return done(false, uint128{})
+			}
+			if next := end.addOne(); cursor.less(next) {
+				cursor = next
+			}
 		}
 	}
-	if start, ok, _ := try(); ok {
-		if end := start.add(size).sub1(); !last.less(end) {
-			return netip.PrefixFrom(start.addr(bits), length), true
+	start, ok := fits()
+	return done(ok, start)
+}
+
+// fullMark is how far a pool is taken from its start: every address below
+// low is allocated; full when all of it is.
+type fullMark struct {
+	low  uint128
+	full bool
+}
+
+// lowerFullMarks moves the full marks of the pools around a freed prefix
+// down to it.
+func (l *ledger) lowerFullMarks(freed netip.Prefix) {
+	start := toUint128(freed.Addr())
+	for q, h := range l.held.Overlapping(freed) {
+		if q.Bits() >= freed.Bits() {
+			break
+		}
+		if mark, ok := l.full[h]; ok && (mark.full || start.less(mark.low)) {
+			l.full[h] = fullMark{low: start}
 		}
 	}
-	return netip.Prefix{}, false
+}
+
+// cover returns the CIDR blocks, in address order, that cover the
+// addresses of p from from on.
+func cover(p netip.Prefix, from uint128, out []netip.Prefix) []netip.Prefix {
+	if toUint128(lastAddr(p)).less(from) {
+		return out
+	}
+	if !toUint128(p.Addr()).less(from) || p.Bits() == p.Addr().BitLen() {
+		return append(out, p)
+	}
+	bits := p.Addr().BitLen()
+	half := uint128{}.addOne().shl(uint(bits - p.Bits() - 1))
+	lo := netip.PrefixFrom(p.Addr(), p.Bits()+1)
+	hi := netip.PrefixFrom(toUint128(p.Addr()).add(half).addr(bits), p.Bits()+1)
+	return cover(hi, from, cover(lo, from, out))
 }
 
 // candidates returns the waiting records that freed space or changed pools
@@ -629,6 +704,7 @@ func (l *ledger) restore(claims []claimSpec) []change {
 	l.held, l.waiting = prefixindex.Index[*record]{}, prefixindex.Index[*record]{}
 	l.waitingFrom = map[string]map[*record]bool{}
 	l.claims = map[string]*claimEntry{}
+	l.full = map[*record]fullMark{}
 	var standing, undecided []*record
 	recorded := map[*record]recordedStatus{}
 	now := l.now()
