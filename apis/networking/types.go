@@ -56,14 +56,14 @@ type AddressSpaceRecord struct {
 	// prefixLength asks for any free prefix of this length inside the pool
 	// that from names: the registry picks the lowest free one (first fit),
 	// records it in status, and keeps it for as long as the record stays in
-	// spec. 0 to 32 for an IPv4 pool, 0 to 128 for an IPv6 one, and no
-	// shorter than the pool's own prefix.
+	// spec. At most 32 for an IPv4 pool, 128 for an IPv6 one, and longer
+	// than the pool's own prefix: a sub-prefix is smaller than its pool.
 	// +optional
 	PrefixLength *int32 `json:"prefixLength,omitempty"`
 	// from names the claim, and optionally which of its delegable records,
 	// this record is taken from. Required with prefixLength. With prefix,
-	// it says that prefix is a sub-prefix delegated by that claim, which
-	// then does not conflict with it; without from, a prefix that overlaps
+	// it says that prefix is a sub-prefix (strictly inside) delegated by
+	// that claim, which then does not conflict with it; without from, a prefix that overlaps
 	// any other claim's allocation conflicts, delegable or not.
 	// +optional
 	From *PrefixSource `json:"from,omitempty"`

@@ -121,8 +121,44 @@ func (r *Registry) Claims() []*v1alpha1.NetworkClaim {
 	return out
 }
 
+// Chain returns the delegation chain of a: a itself, then the delegable
+// allocation it was taken from (its DelegatedFrom), then the one that was
+// taken from, and so on up to an allocation claimed in its own right, e.g.
+// cluster-b's 10.1.0.0/16, org-pods' 10.0.0.0/8. The chain ends early when
+// a step names an allocation the registry no longer holds (the delegating
+// claim released it; the last element's DelegatedFrom then says which it
+// was). It returns nothing before Start returned nil.
+func (r *Registry) Chain(a Allocation) []Allocation {
+	if !r.synced.Load() {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := []Allocation{a.clone()}
+	seen := map[ClaimedPrefix]bool{{Claim: a.Claim, Prefix: a.Prefix}: true}
+	for from := a.DelegatedFrom; from != nil; {
+		// The registry never writes a cycle; a status written by hand
+		// might, and must not hang the caller.
+		if seen[*from] {
+			break
+		}
+		seen[*from] = true
+		parent, ok := r.allocations[from.Claim][from.Prefix]
+		if !ok {
+			break
+		}
+		out = append(out, parent.clone())
+		from = parent.DelegatedFrom
+	}
+	return out
+}
+
 func (a Allocation) clone() Allocation {
 	a.Reference = a.Reference.DeepCopy()
+	if a.DelegatedFrom != nil {
+		from := *a.DelegatedFrom
+		a.DelegatedFrom = &from
+	}
 	return a
 }
 

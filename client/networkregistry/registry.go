@@ -15,9 +15,18 @@
 // "nothing is allocated".
 //
 // Only what the registry decided counts: a prefix is allocated when its
-// claim's status says Allocated and the prefix is still in the claim's spec.
-// Prefixes that are unavailable (they overlap another claim's) or not decided
-// yet are not allocations.
+// claim's status says Allocated and the record it answers is still in the
+// claim's spec, asking the same: the same prefix, or for a record taken from
+// a pool (a name, from and prefixLength), the same name, the prefix being the
+// one the registry chose (see Decisions). Prefixes that are unavailable (they
+// overlap another claim's, or the pool has no room) or not decided yet are
+// not allocations. Allocations say which delegable allocation they were
+// taken from, and Chain walks those steps up to the root of the delegation.
+//
+// A component that takes ranges from a pool (Record with From and
+// PrefixLength) learns which prefix the registry chose from WaitForPrefix,
+// for one record, or from AllocationsOf the claim that WaitForAllocation
+// returns, for all of them.
 //
 // Decisions are not final. WaitForAllocation returns as soon as the registry
 // has decided on a claim; a prefix it found Unavailable may be allocated
@@ -59,15 +68,33 @@ import (
 type Allocation struct {
 	// Claim is the name of the NetworkClaim that holds Prefix.
 	Claim string
-	// Prefix is the allocated prefix, in canonical form.
+	// Name is the name of the claim's record; empty for an unnamed one.
+	Name string
+	// Prefix is the allocated prefix, in canonical form: the record's own,
+	// or the one the registry chose for a record taken from a pool.
 	Prefix netip.Prefix
 	// Reference names the resource the range is for (e.g. group "" and
 	// resource "services"); nil when the claim names none.
 	Reference *v1alpha1.ResourceReference
 	// Description says what the range is for, as the claim wrote it.
 	Description string
+	// Delegable is whether other claims may take sub-prefixes of Prefix.
+	Delegable bool
+	// DelegatedFrom is the delegable allocation of another claim that
+	// Prefix was taken from: one step up the delegation chain (see
+	// Registry.Chain). Nil for a prefix claimed in its own right, and for
+	// one whose delegating allocation is gone (it keeps its prefix).
+	DelegatedFrom *ClaimedPrefix
 	// Date is when the registry allocated the prefix.
 	Date time.Time
+}
+
+// ClaimedPrefix is a prefix and the claim that holds it.
+type ClaimedPrefix struct {
+	// Claim is the NetworkClaim's name.
+	Claim string
+	// Prefix is the claim's allocated prefix.
+	Prefix netip.Prefix
 }
 
 // Registry answers questions about the cluster's address space from an
@@ -383,37 +410,12 @@ func (r *Registry) notify() {
 	r.changed = make(chan struct{})
 }
 
-// allocationsOf returns a claim's allocations: its status records that say
-// Allocated, for prefixes still in its spec. Reference and description come
-// from the spec record, which is the claim's current intent.
+// allocationsOf returns a claim's allocations by prefix: AllocationsOf,
+// for the index.
 func allocationsOf(claim *v1alpha1.NetworkClaim) map[netip.Prefix]Allocation {
-	spec := make(map[netip.Prefix]v1alpha1.AddressSpaceRecord, len(claim.Spec.AddressSpace))
-	for _, record := range claim.Spec.AddressSpace {
-		if p, err := netip.ParsePrefix(record.Prefix); err == nil {
-			spec[p.Masked()] = record
-		}
-	}
 	out := map[netip.Prefix]Allocation{}
-	for _, status := range claim.Status.AddressSpace {
-		if status.Status != v1alpha1.AllocationAllocated {
-			continue
-		}
-		p, err := netip.ParsePrefix(status.Prefix)
-		if err != nil {
-			continue
-		}
-		p = p.Masked()
-		record, ok := spec[p]
-		if !ok {
-			continue // released: no longer claimed
-		}
-		out[p] = Allocation{
-			Claim:       claim.Name,
-			Prefix:      p,
-			Reference:   record.Reference.DeepCopy(),
-			Description: record.Description,
-			Date:        status.Date.Time,
-		}
+	for _, a := range AllocationsOf(claim) {
+		out[a.Prefix] = a
 	}
 	return out
 }

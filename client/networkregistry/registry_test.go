@@ -38,11 +38,34 @@ var (
 
 // rec is a spec record and the registry's decision on it ("" for none yet).
 type rec struct {
+	name        string
 	prefix      string
 	ref         *v1alpha1.ResourceReference
 	description string
-	status      v1alpha1.AllocationStatus
-	message     string
+	delegable   bool
+	// from and length make a record taken from a pool (length > 0) or a
+	// sub-prefix (from with prefix).
+	from   *v1alpha1.PrefixSource
+	length int32
+
+	status v1alpha1.AllocationStatus
+	// chosen is the status prefix of a pool record: the one the registry
+	// chose, "" while it waits.
+	chosen        string
+	reason        string
+	message       string
+	conflictsWith *v1alpha1.ClaimedPrefix
+	delegatedFrom *v1alpha1.ClaimedPrefix
+}
+
+// from is a PrefixSource of claim, pinned to pool unless it is "".
+func from(claim, pool string) *v1alpha1.PrefixSource {
+	return &v1alpha1.PrefixSource{Claim: claim, Prefix: pool}
+}
+
+// heldBy is the ClaimedPrefix of claim.
+func heldBy(claim, prefix string) *v1alpha1.ClaimedPrefix {
+	return &v1alpha1.ClaimedPrefix{Claim: claim, Prefix: prefix}
 }
 
 // newClaim returns a claim of generation 1 whose status, when every record
@@ -51,15 +74,25 @@ func newClaim(name string, records ...rec) *v1alpha1.NetworkClaim {
 	c := &v1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1}}
 	decided, ready := true, true
 	for _, r := range records {
-		c.Spec.AddressSpace = append(c.Spec.AddressSpace, v1alpha1.AddressSpaceRecord{Prefix: r.prefix, Reference: r.ref.DeepCopy(), Description: r.description})
+		spec := v1alpha1.AddressSpaceRecord{
+			Name: r.name, Prefix: r.prefix, Reference: r.ref.DeepCopy(), Description: r.description,
+			Delegable: r.delegable, From: r.from.DeepCopy(),
+		}
+		status := r.prefix
+		if r.length > 0 {
+			spec.PrefixLength = &r.length
+			status = r.chosen
+		}
+		c.Spec.AddressSpace = append(c.Spec.AddressSpace, spec)
 		if r.status == "" {
 			decided = false
 			continue
 		}
 		ready = ready && r.status == v1alpha1.AllocationAllocated
 		c.Status.AddressSpace = append(c.Status.AddressSpace, v1alpha1.AddressSpaceStatus{
-			Prefix: r.prefix, Reference: r.ref.DeepCopy(), Description: r.description,
-			Date: metav1.NewTime(allocatedAt), Status: r.status, Message: r.message,
+			Name: r.name, Prefix: status, Reference: r.ref.DeepCopy(), Description: r.description, Delegable: r.delegable,
+			Date: metav1.NewTime(allocatedAt), Status: r.status, Reason: r.reason, Message: r.message,
+			ConflictsWith: r.conflictsWith.DeepCopy(), DelegatedFrom: r.delegatedFrom.DeepCopy(),
 		})
 	}
 	if decided {
@@ -807,6 +840,31 @@ func TestClaim(t *testing.T) {
 		t.Errorf("the applied reference does not set the core group: %s", sent[0].GetPatch())
 	}
 
+	// Records taken from others' delegable prefixes, delegable in turn.
+	sent = nil
+	sixteen, fortyEight := int32(16), int32(48)
+	got, err = r.Claim(t.Context(), "cluster-a", []Record{
+		{Name: "pods-v4", From: &PrefixSource{Claim: "org-pods"}, PrefixLength: 16, Delegable: true, Reference: &podsRef},
+		{Name: "pods-v6", From: &PrefixSource{Claim: "org-pods", Prefix: netip.MustParsePrefix("fd00::/32")}, PrefixLength: 48},
+		{Prefix: netip.MustParsePrefix("172.16.0.0/20"), From: &PrefixSource{Claim: "org-services"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSpec := v1alpha1.NetworkClaimSpec{AddressSpace: []v1alpha1.AddressSpaceRecord{
+		{Name: "pods-v4", From: &v1alpha1.PrefixSource{Claim: "org-pods"}, PrefixLength: &sixteen, Delegable: true, Reference: &podsRef},
+		{Name: "pods-v6", From: &v1alpha1.PrefixSource{Claim: "org-pods", Prefix: "fd00::/32"}, PrefixLength: &fortyEight},
+		{Prefix: "172.16.0.0/20", From: &v1alpha1.PrefixSource{Claim: "org-services"}},
+	}}
+	if len(sent) != 1 || !equality.Semantic.DeepEqual(got.Spec, wantSpec) {
+		t.Errorf("Claim applied %s\nwant %+v", sent[0].GetPatch(), wantSpec)
+	}
+	// Zero values are not sent, so that the field manager does not own
+	// them: no prefix for a pool record, no delegable: false.
+	if patch := string(sent[0].GetPatch()); strings.Contains(patch, `"prefix":""`) || strings.Contains(patch, `"delegable":false`) || strings.Contains(patch, `"name":""`) {
+		t.Errorf("Claim sent zero values: %s", patch)
+	}
+
 	errorCases := []struct {
 		name     string
 		registry *Registry
@@ -815,7 +873,33 @@ func TestClaim(t *testing.T) {
 	}{
 		{name: "no field manager", registry: New(client, ""), records: records, wantErr: "no field manager"},
 		{name: "host bits set", registry: r, records: []Record{{Prefix: netip.MustParsePrefix("10.96.0.1/12")}}, wantErr: "claim 10.96.0.0/12"},
-		{name: "no prefix", registry: r, records: []Record{{Description: "x"}}, wantErr: "record 0 has no prefix"},
+		{name: "no prefix", registry: r, records: []Record{{Description: "x"}}, wantErr: "record 0 has no prefix; set Prefix, e.g. 10.96.0.0/12, or From and PrefixLength"},
+		{name: "pool record without a name", registry: r, records: []Record{{From: &PrefixSource{Claim: "org-pods"}, PrefixLength: 16}},
+			wantErr: `record 0 is taken from NetworkClaim org-pods without a Name; name it, e.g. Name: "pods-v4"`},
+		{name: "pool record without a length", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{Claim: "org-pods"}}},
+			wantErr: "record 0 (pods) is taken from NetworkClaim org-pods without PrefixLength; set the length to take, e.g. PrefixLength: 16"},
+		{name: "length without from", registry: r, records: []Record{{Name: "pods", PrefixLength: 16}},
+			wantErr: "record 0 (pods) has PrefixLength 16 without From; name the claim to take the /16 from"},
+		{name: "prefix and length", registry: r, records: []Record{{Prefix: netip.MustParsePrefix("10.0.0.0/16"), From: &PrefixSource{Claim: "org-pods"}, PrefixLength: 16}},
+			wantErr: "record 0 has both Prefix 10.0.0.0/16 and PrefixLength 16"},
+		{name: "length does not fit the pool", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{Claim: "org-pods", Prefix: netip.MustParsePrefix("10.0.0.0/8")}, PrefixLength: 7}},
+			wantErr: "record 0 (pods) has PrefixLength 7, which does not fit in From.Prefix 10.0.0.0/8; write 8 to 32"},
+		{name: "length out of range", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{Claim: "org-pods"}, PrefixLength: 129}},
+			wantErr: "record 0 (pods) has PrefixLength 129; write 1 to 32 for an IPv4 pool, 1 to 128 for an IPv6 one"},
+		{name: "sub-prefix outside the pool", registry: r, records: []Record{{Prefix: netip.MustParsePrefix("11.0.0.0/16"), From: &PrefixSource{Claim: "org-pods", Prefix: netip.MustParsePrefix("10.0.0.0/8")}}},
+			wantErr: "record 0 has prefix 11.0.0.0/16 outside From.Prefix 10.0.0.0/8"},
+		{name: "pool prefix with host bits", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{Claim: "org-pods", Prefix: netip.MustParsePrefix("10.0.0.1/8")}, PrefixLength: 16}},
+			wantErr: "record 0 (pods) has From.Prefix 10.0.0.1/8 with host bits set; write 10.0.0.0/8"},
+		{name: "from without a claim", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{}, PrefixLength: 16}},
+			wantErr: "record 0 (pods) has a From without Claim; name the NetworkClaim"},
+		{name: "from the claim itself", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{Claim: "svc"}, PrefixLength: 16}},
+			wantErr: "record 0 (pods) is taken from the claim itself (From.Claim svc)"},
+		{name: "from not a claim name", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{Claim: "Org Pods"}, PrefixLength: 16}},
+			wantErr: `record 0 (pods) has an invalid From.Claim "Org Pods"`},
+		{name: "invalid name", registry: r, records: []Record{{Name: "Pods_V4", Prefix: netip.MustParsePrefix("10.0.0.0/16")}},
+			wantErr: "record 0 (Pods_V4) has an invalid name: "},
+		{name: "duplicate name", registry: r, records: []Record{{Name: "pods", Prefix: netip.MustParsePrefix("10.0.0.0/16")}, {Name: "pods", Prefix: netip.MustParsePrefix("10.1.0.0/16")}},
+			wantErr: "record 1 (pods) has the name of record 0; give each record its own"},
 	}
 	for _, tc := range errorCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -988,5 +1072,293 @@ func TestDecided(t *testing.T) {
 	}
 	if Decided(nil) {
 		t.Error("Decided(nil) = true")
+	}
+}
+
+// delegation is a registry with delegable prefixes and records taken from
+// them, three levels deep, as the allocation controller leaves it.
+func delegation() []*v1alpha1.NetworkClaim {
+	return []*v1alpha1.NetworkClaim{
+		newClaim("org-pods",
+			rec{name: "v4", prefix: "10.0.0.0/8", ref: &podsRef, description: "pod space", delegable: true, status: v1alpha1.AllocationAllocated},
+			rec{prefix: "fd00::/32", ref: &podsRef, delegable: true, status: v1alpha1.AllocationAllocated}),
+		newClaim("cluster-a",
+			rec{name: "pods-v4", from: from("org-pods", ""), length: 16, ref: &podsRef, delegable: true,
+				status: v1alpha1.AllocationAllocated, chosen: "10.0.0.0/16", delegatedFrom: heldBy("org-pods", "10.0.0.0/8")},
+			rec{name: "pods-v6", from: from("org-pods", "fd00::/32"), length: 48, ref: &podsRef,
+				status: v1alpha1.AllocationAllocated, chosen: "fd00::/48", delegatedFrom: heldBy("org-pods", "fd00::/32")},
+			rec{name: "services", from: from("org-services", ""), length: 20, ref: &servicesRef,
+				status: v1alpha1.AllocationUnavailable, reason: v1alpha1.ReasonPoolNotFound, message: "NetworkClaim org-services holds no allocated delegable prefix that can hold a /20"}),
+		// Three levels: node-1 takes a /24 of cluster-a's delegable /16.
+		newClaim("node-1",
+			rec{name: "pods", from: from("cluster-a", ""), length: 24, ref: &podsRef,
+				status: v1alpha1.AllocationAllocated, chosen: "10.0.0.0/24", delegatedFrom: heldBy("cluster-a", "10.0.0.0/16")}),
+		// An exact sub-prefix, taken from a claim that is gone: an orphan
+		// keeps its prefix and names no parent.
+		newClaim("orphan",
+			rec{prefix: "10.200.0.0/16", from: from("gone", ""), status: v1alpha1.AllocationAllocated}),
+	}
+}
+
+// Records taken from pools are allocations at the prefix the registry
+// chose, with their names, delegability and the allocation they were taken
+// from.
+func TestPoolRecordsIndexed(t *testing.T) {
+	r, _ := startRegistry(t, delegation()...)
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{query: "10.0.0.1", want: []string{"10.0.0.0/8 org-pods", "10.0.0.0/16 cluster-a", "10.0.0.0/24 node-1"}},
+		{query: "10.0.1.1", want: []string{"10.0.0.0/8 org-pods", "10.0.0.0/16 cluster-a"}},
+		{query: "10.1.0.1", want: []string{"10.0.0.0/8 org-pods"}},
+		{query: "10.200.0.1", want: []string{"10.0.0.0/8 org-pods", "10.200.0.0/16 orphan"}},
+		{query: "fd00::1", want: []string{"fd00::/32 org-pods", "fd00::/48 cluster-a"}},
+		{query: "fd00:0:1::1", want: []string{"fd00::/32 org-pods"}},
+	}
+	for _, tc := range tests {
+		got, err := r.WhoHas(tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(held(got), tc.want) {
+			t.Errorf("WhoHas(%s) = %q, want %q", tc.query, held(got), tc.want)
+		}
+	}
+
+	got := r.Overlaps(netip.MustParsePrefix("10.0.0.0/16"))
+	want := []Allocation{
+		{Claim: "org-pods", Name: "v4", Prefix: netip.MustParsePrefix("10.0.0.0/8"), Reference: &podsRef, Description: "pod space", Delegable: true, Date: allocatedAt},
+		{Claim: "cluster-a", Name: "pods-v4", Prefix: netip.MustParsePrefix("10.0.0.0/16"), Reference: &podsRef, Delegable: true, Date: allocatedAt,
+			DelegatedFrom: &ClaimedPrefix{Claim: "org-pods", Prefix: netip.MustParsePrefix("10.0.0.0/8")}},
+		{Claim: "node-1", Name: "pods", Prefix: netip.MustParsePrefix("10.0.0.0/24"), Reference: &podsRef, Date: allocatedAt,
+			DelegatedFrom: &ClaimedPrefix{Claim: "cluster-a", Prefix: netip.MustParsePrefix("10.0.0.0/16")}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Overlaps(10.0.0.0/16) =\n%+v\nwant\n%+v", got, want)
+	}
+	// Results are copies, DelegatedFrom too.
+	got[1].DelegatedFrom.Claim = "changed"
+	if again := r.Overlaps(netip.MustParsePrefix("10.0.0.0/16")); again[1].DelegatedFrom.Claim != "org-pods" {
+		t.Errorf("changing a result changed the registry: %+v", again[1].DelegatedFrom)
+	}
+	if got, want := r.Prefixes(podsRef), []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/16"), netip.MustParsePrefix("10.0.0.0/24"),
+		netip.MustParsePrefix("fd00::/32"), netip.MustParsePrefix("fd00::/48"),
+	}; !slices.Equal(got, want) {
+		t.Errorf("Prefixes(pods) = %v, want %v", got, want)
+	}
+}
+
+// A pool record's allocation lasts while its record asks the same; the
+// registry's new decision replaces it.
+func TestPoolRecordChanges(t *testing.T) {
+	r, client := startRegistry(t, delegation()...)
+	clusterA := func(change func(c *v1alpha1.NetworkClaim)) func(t *testing.T) {
+		return func(t *testing.T) {
+			c := delegation()[1]
+			c.Generation = 2
+			change(c)
+			write(t, r, client, c)
+		}
+	}
+	steps := []struct {
+		name   string
+		change func(t *testing.T)
+		query  string
+		want   []string
+	}{
+		{
+			name:   "length changed, not decided yet",
+			change: clusterA(func(c *v1alpha1.NetworkClaim) { *c.Spec.AddressSpace[0].PrefixLength = 20 }),
+			query:  "10.0.0.1",
+			want:   []string{"10.0.0.0/8 org-pods", "10.0.0.0/24 node-1"},
+		},
+		{
+			name: "taken from another claim, not decided yet",
+			change: clusterA(func(c *v1alpha1.NetworkClaim) {
+				c.Spec.AddressSpace[0].From = from("org-other", "")
+			}),
+			query: "10.0.0.1",
+			want:  []string{"10.0.0.0/8 org-pods", "10.0.0.0/24 node-1"},
+		},
+		{
+			name: "pinned to a pool the prefix is not in, not decided yet",
+			change: clusterA(func(c *v1alpha1.NetworkClaim) {
+				c.Spec.AddressSpace[1].From = from("org-pods", "fd00:1::/32")
+			}),
+			query: "fd00::1",
+			want:  []string{"fd00::/32 org-pods"},
+		},
+		{
+			name:   "record renamed: a new request",
+			change: clusterA(func(c *v1alpha1.NetworkClaim) { c.Spec.AddressSpace[1].Name = "v6" }),
+			query:  "fd00::1",
+			want:   []string{"fd00::/32 org-pods"},
+		},
+		{
+			name:   "description changed: the same request",
+			change: clusterA(func(c *v1alpha1.NetworkClaim) { c.Spec.AddressSpace[0].Description = "pods of cluster a" }),
+			query:  "10.0.0.1",
+			want:   []string{"10.0.0.0/8 org-pods", "10.0.0.0/16 cluster-a", "10.0.0.0/24 node-1"},
+		},
+		{
+			name: "record removed",
+			change: clusterA(func(c *v1alpha1.NetworkClaim) {
+				c.Spec.AddressSpace = c.Spec.AddressSpace[1:]
+			}),
+			query: "10.0.0.1",
+			want:  []string{"10.0.0.0/8 org-pods", "10.0.0.0/24 node-1"},
+		},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			step.change(t)
+			got, err := r.WhoHas(step.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(held(got), step.want) {
+				t.Errorf("WhoHas(%s) = %q, want %q", step.query, held(got), step.want)
+			}
+		})
+	}
+}
+
+func TestChain(t *testing.T) {
+	cycle := []*v1alpha1.NetworkClaim{
+		newClaim("a", rec{prefix: "192.0.2.0/24", from: from("b", ""), delegable: true, status: v1alpha1.AllocationAllocated, delegatedFrom: heldBy("b", "192.0.2.0/24")}),
+		newClaim("b", rec{prefix: "192.0.2.0/24", from: from("a", ""), delegable: true, status: v1alpha1.AllocationAllocated, delegatedFrom: heldBy("a", "192.0.2.0/24")}),
+	}
+	r, client := startRegistry(t, append(delegation(), cycle...)...)
+	chain := func(query string) []string {
+		t.Helper()
+		got, err := r.WhoHas(query)
+		if err != nil || len(got) == 0 {
+			t.Fatalf("WhoHas(%s) = %v, %v", query, got, err)
+		}
+		return held(r.Chain(got[len(got)-1]))
+	}
+	tests := []struct {
+		name  string
+		query string
+		want  []string
+	}{
+		{name: "three levels", query: "10.0.0.1", want: []string{"10.0.0.0/24 node-1", "10.0.0.0/16 cluster-a", "10.0.0.0/8 org-pods"}},
+		{name: "two levels", query: "fd00::1", want: []string{"fd00::/48 cluster-a", "fd00::/32 org-pods"}},
+		{name: "the root alone", query: "10.1.0.1", want: []string{"10.0.0.0/8 org-pods"}},
+		{name: "an orphan alone", query: "10.200.0.1", want: []string{"10.200.0.0/16 orphan"}},
+		// Written by hand; the registry never makes one.
+		{name: "a cycle ends", query: "192.0.2.1", want: []string{"192.0.2.0/24 b", "192.0.2.0/24 a"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := chain(tc.query); !slices.Equal(got, tc.want) {
+				t.Errorf("Chain of %s's holder = %q, want %q", tc.query, got, tc.want)
+			}
+		})
+	}
+
+	// The parent released: the chain ends at the child, which says what
+	// it was taken from.
+	if err := client.NetworkingV1alpha1().NetworkClaims().Delete(t.Context(), "cluster-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, r, "cluster-a deleted", func() bool { return r.claims["cluster-a"] == nil })
+	got, _ := r.WhoHas("10.0.0.1")
+	c := r.Chain(got[len(got)-1])
+	if len(c) != 1 || c[0].Claim != "node-1" || c[0].DelegatedFrom == nil || c[0].DelegatedFrom.Claim != "cluster-a" {
+		t.Errorf("Chain of node-1 once cluster-a is gone = %+v, want node-1 alone, naming cluster-a", c)
+	}
+
+	if got := New(fake.NewSimpleClientset(), "test").Chain(Allocation{Claim: "x"}); got != nil {
+		t.Errorf("Chain before Start = %v, want nothing", got)
+	}
+}
+
+func TestWaitForPrefix(t *testing.T) {
+	decided := delegation()[1]
+	tests := []struct {
+		name       string
+		record     string
+		want       string
+		wantErr    string
+		wantReason string
+	}{
+		{name: "chosen from a pool", record: "pods-v4", want: "10.0.0.0/16"},
+		{name: "chosen from a pinned pool", record: "pods-v6", want: "fd00::/48"},
+		{
+			name: "unavailable", record: "services",
+			wantErr:    "NetworkClaim cluster-a: services unavailable: NetworkClaim org-services holds no allocated delegable prefix that can hold a /20",
+			wantReason: v1alpha1.ReasonPoolNotFound,
+		},
+		{name: "no such record", record: "pods", wantErr: `NetworkClaim cluster-a has no record named "pods"; its records are named pods-v4, pods-v6, services`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, client := startRegistry(t)
+			ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+			defer cancel()
+			type result struct {
+				prefix netip.Prefix
+				err    error
+			}
+			done := make(chan result, 1)
+			go func() {
+				p, err := r.WaitForPrefix(ctx, "cluster-a", tc.record)
+				done <- result{p, err}
+			}()
+			write(t, r, client, decided)
+			res := <-done
+			if tc.wantErr == "" {
+				if res.err != nil || res.prefix.String() != tc.want {
+					t.Fatalf("WaitForPrefix(cluster-a, %s) = %v, %v; want %s", tc.record, res.prefix, res.err, tc.want)
+				}
+				return
+			}
+			if res.err == nil || res.err.Error() != tc.wantErr || res.prefix.IsValid() {
+				t.Fatalf("WaitForPrefix(cluster-a, %s) = %v, %v; want error %q", tc.record, res.prefix, res.err, tc.wantErr)
+			}
+			var unavailable *UnavailableError
+			if tc.wantReason != "" && (!errors.As(res.err, &unavailable) || unavailable.Reason != tc.wantReason || len(unavailable.Records) != 1 || unavailable.Records[0].Name != tc.record) {
+				t.Errorf("WaitForPrefix error %#v; want an *UnavailableError with reason %s and the record alone", res.err, tc.wantReason)
+			}
+		})
+	}
+}
+
+// UnavailableError says why in fields as well as in words.
+func TestUnavailableErrorFields(t *testing.T) {
+	r, client := startRegistry(t)
+	c := newClaim("pods",
+		rec{prefix: "10.96.0.0/16", status: v1alpha1.AllocationUnavailable, reason: v1alpha1.ReasonConflict,
+			message: "overlaps 10.96.0.0/12 held by NetworkClaim kube-apiserver", conflictsWith: heldBy("kube-apiserver", "10.96.0.0/12")},
+		rec{prefix: "10.244.0.0/16", status: v1alpha1.AllocationAllocated},
+		rec{name: "pool", from: from("org-pods", ""), length: 16, status: v1alpha1.AllocationUnavailable, reason: v1alpha1.ReasonPoolExhausted,
+			message: "no free /16 in 10.0.0.0/8 of NetworkClaim org-pods"})
+	c.Status.Conditions[0].Reason, c.Status.Conditions[0].Message = v1alpha1.ReasonConflict, "overlaps 10.96.0.0/12 held by NetworkClaim kube-apiserver"
+	write(t, r, client, c)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	_, err := r.WaitForAllocation(ctx, "pods")
+	var unavailable *UnavailableError
+	if !errors.As(err, &unavailable) {
+		t.Fatalf("WaitForAllocation: %v, want an *UnavailableError", err)
+	}
+	if want := "NetworkClaim pods: 10.96.0.0/16 unavailable: overlaps 10.96.0.0/12 held by NetworkClaim kube-apiserver; pool unavailable: no free /16 in 10.0.0.0/8 of NetworkClaim org-pods"; err.Error() != want {
+		t.Errorf("error:\n%s\nwant:\n%s", err, want)
+	}
+	if unavailable.Reason != v1alpha1.ReasonConflict || unavailable.Message != "overlaps 10.96.0.0/12 held by NetworkClaim kube-apiserver" {
+		t.Errorf("Reason, Message = %q, %q; want the Ready condition's", unavailable.Reason, unavailable.Message)
+	}
+	var reasons []string
+	for _, record := range unavailable.Records {
+		reasons = append(reasons, record.Reason)
+	}
+	if want := []string{v1alpha1.ReasonConflict, v1alpha1.ReasonPoolExhausted}; !slices.Equal(reasons, want) {
+		t.Errorf("the records' reasons = %q, want %q", reasons, want)
+	}
+	if got, want := unavailable.Conflicts(), []ClaimedPrefix{{Claim: "kube-apiserver", Prefix: netip.MustParsePrefix("10.96.0.0/12")}}; !slices.Equal(got, want) {
+		t.Errorf("Conflicts() = %+v, want %+v", got, want)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,7 +34,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
+	eventrecord "k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
@@ -43,7 +43,6 @@ import (
 	clientscheme "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/scheme"
 	"sigs.k8s.io/sample-generic-controlplane/client/informers/externalversions"
 	listers "sigs.k8s.io/sample-generic-controlplane/client/listers/networking/v1alpha1"
-	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry/prefixindex"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
@@ -102,41 +101,39 @@ func New(ctx context.Context, c *controller.Context) (func(context.Context), err
 	return NewController(ctx, client, eventClient, c.ReplicaIdentity).Run, nil
 }
 
-// Controller allocates NetworkClaim records.
+// Controller allocates NetworkClaim records. It has the shape of upstream's
+// ServiceCIDR controller: the informer's handlers only queue claim names;
+// one decider takes them in the order they came (the order etcd stored
+// the claims) and makes every decision in the ledger; a few workers write
+// the decisions to status, each write waiting on the ledger's fence.
 type Controller struct {
 	client      versioned.Interface
 	informers   externalversions.SharedInformerFactory
 	lister      listers.NetworkClaimLister
 	synced      cache.InformerSynced
-	queue       workqueue.TypedRateLimitingInterface[string]
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
+	broadcaster eventrecord.EventBroadcaster
+	recorder    eventrecord.EventRecorder
 	eventClient kubernetes.Interface
 
-	// mu guards the ledger and the stored index; restored turns on once
-	// the ledger was rebuilt from status, and until then events are left
-	// to the rebuild.
-	mu       sync.Mutex
-	ledger   *ledger
-	restored bool
-	// stored indexes the allocations that claims' status, as the informer
-	// last delivered it, records (in spec or not): a new allocation is
-	// written only once no other claim's status shows an overlapping one,
-	// so that stored statuses never overlap, not even between a release
-	// and the write that records it.
-	stored   prefixindex.Index[string]
-	storedBy map[string][]netip.Prefix
+	// decisions holds the claims whose spec or status the informer
+	// delivered, for the decider; statuses the claims whose status must
+	// show the ledger's decisions, for the workers.
+	decisions workqueue.TypedRateLimitingInterface[string]
+	statuses  workqueue.TypedRateLimitingInterface[string]
+
+	// mu guards the ledger, and with it the write fence, between the
+	// decider and the status workers.
+	mu     sync.Mutex
+	ledger *ledger
 }
 
 // errWaitingForRelease: a decision must wait for another claim's status to
 // stop showing an overlapping allocation.
 var errWaitingForRelease = errors.New("waiting for a released prefix to leave another claim's status")
 
-// NewController wires the controller; Run starts it. ctx carries the
-// logger of the informer's event handlers; replica names this replica in
-// the events it records.
+// NewController wires the controller; Run starts it. replica names this
+// replica in the events it records.
 func NewController(ctx context.Context, client versioned.Interface, eventClient kubernetes.Interface, replica string) *Controller {
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", Name))
 	registerMetrics()
 	// The first list is a consistent read, not whatever the watch cache of
 	// this API server holds: a new leader must see every allocation the
@@ -149,29 +146,38 @@ func NewController(ctx context.Context, client versioned.Interface, eventClient 
 		}),
 		externalversions.WithTransform(controller.TrimManagedFields))
 	informer := factory.Networking().V1alpha1().NetworkClaims()
-	broadcaster := record.NewBroadcaster()
+	broadcaster := eventrecord.NewBroadcaster()
 	c := &Controller{
 		client:      client,
 		informers:   factory,
 		lister:      informer.Lister(),
-		queue:       workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
 		broadcaster: broadcaster,
 		recorder:    broadcaster.NewRecorder(clientscheme.Scheme, corev1.EventSource{Component: Identity, Host: replica}),
 		eventClient: eventClient,
-		ledger:      newLedger(time.Now),
-		storedBy:    map[string][]netip.Prefix{},
+		decisions: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "-decisions"}),
+		statuses: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "-statuses"}),
+		ledger: newLedger(time.Now),
 	}
 	registration, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.observe(ctx, obj) },
-		UpdateFunc: func(_, obj any) { c.observe(ctx, obj) },
-		DeleteFunc: func(obj any) { c.deleted(ctx, obj) },
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+		DeleteFunc: c.enqueue,
 	})
 	utilruntime.Must(err) // fails only on an informer that has stopped
-	// Synced once the handler, not only the cache, has seen every claim of
-	// the first list: the stored index must be complete before anything
-	// is written.
 	c.synced = registration.HasSynced
 	return c
+}
+
+// enqueue queues a claim for the decider.
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.decisions.Add(key)
 }
 
 // Run allocates until ctx is done.
@@ -183,9 +189,9 @@ func (c *Controller) Run(ctx context.Context) {
 	c.broadcaster.StartStructuredLogging(3)
 	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.eventClient.CoreV1().Events("")})
 	defer c.broadcaster.Shutdown()
-	defer c.queue.ShutDown()
-	// A replica that stops leading must not report the leader's ledger:
-	// reset once the informer, and so its handlers, stopped.
+	defer c.decisions.ShutDown()
+	defer c.statuses.ShutDown()
+	// A replica that stops leading must not report the leader's ledger.
 	defer recordsMetric.Reset()
 	c.informers.Start(ctx.Done())
 	defer c.informers.Shutdown()
@@ -195,29 +201,32 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 	c.restore(ctx)
 	var wg sync.WaitGroup
+	wg.Go(func() { wait.UntilWithContext(ctx, c.decider, time.Second) })
 	for range workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+		wg.Go(func() { wait.UntilWithContext(ctx, c.statusWorker, time.Second) })
 	}
 	<-ctx.Done()
-	c.queue.ShutDown()
+	c.decisions.ShutDown()
+	c.statuses.ShutDown()
 	wg.Wait()
 }
 
-// restore rebuilds the ledger from the claims' status, decides what is
-// undecided, and queues every claim so that its status shows the ledger.
+// restore rebuilds the ledger from the claims' status and the write fence
+// from what they store, decides what is undecided, and queues every claim
+// so that its status shows the ledger.
 func (c *Controller) restore(ctx context.Context) {
 	start := time.Now()
-	c.mu.Lock()
 	claims, err := c.lister.List(labels.Everything())
 	utilruntime.Must(err) // a cache lister does not fail
 	specs := make([]claimSpec, 0, len(claims))
+	c.mu.Lock()
 	for _, claim := range claims {
 		s := specOf(ctx, claim)
 		s.recorded = recordedOf(claim)
 		specs = append(specs, s)
+		c.ledger.recordStored(claim.Name, storedAllocations(claim))
 	}
 	changes := c.ledger.restore(specs)
-	c.restored = true
 	allocated, waiting := c.ledger.counts()
 	c.mu.Unlock()
 
@@ -225,192 +234,136 @@ func (c *Controller) restore(ctx context.Context) {
 	c.report(ctx, changes, nil)
 	setRecordCounts(allocated, waiting)
 	for _, claim := range claims {
-		c.queue.Add(claim.Name)
+		c.statuses.Add(claim.Name)
 	}
 }
 
-// observe decides a claim's new or changed records in the informer's
-// goroutine, so in the order etcd stored them.
-func (c *Controller) observe(ctx context.Context, obj any) {
-	claim, ok := obj.(*networkingv1alpha1.NetworkClaim)
-	if !ok {
-		return
-	}
-	c.recordStored(claim.Name, storedAllocations(claim))
-	// An event older than the cache (one queued before the restore, say,
-	// for a claim since deleted or created again) is left alone: the
-	// events that follow it bring the ledger to the cache's state.
-	if current, err := c.lister.Get(claim.Name); err != nil || current.UID != claim.UID {
-		return
-	}
-	if c.decide(ctx, nil, func(l *ledger) []change { return l.sync(specOf(ctx, claim)) }) {
-		// Always: status may need writing even when the ledger did not
-		// change (e.g. someone else wrote it).
-		c.queue.Add(claim.Name)
+func (c *Controller) decider(ctx context.Context) {
+	for c.decideNext(ctx) {
 	}
 }
 
-// deleted releases a deleted claim's prefixes.
-func (c *Controller) deleted(ctx context.Context, obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	claim, ok := obj.(*networkingv1alpha1.NetworkClaim)
-	if !ok {
-		return
-	}
-	c.recordStored(claim.Name, nil)
-	c.decide(ctx, claim, func(l *ledger) []change { return l.forget(claim.Name, claim.UID) })
-}
-
-// recordStored updates the stored index with what a claim's status now
-// records, and queues the claims the ledger allocated a prefix that
-// overlaps one the status no longer shows: their writes waited for it.
-func (c *Controller) recordStored(name string, now []netip.Prefix) {
-	c.mu.Lock()
-	var wake []string
-	for _, p := range c.storedBy[name] {
-		c.stored.Delete(p, name)
-		if slices.Contains(now, p) {
-			continue
-		}
-		for _, holder := range c.ledger.held.Overlapping(p) {
-			if holder != name {
-				wake = append(wake, holder)
-			}
-		}
-	}
-	for _, p := range now {
-		c.stored.Insert(p, name)
-	}
-	if len(now) == 0 {
-		delete(c.storedBy, name)
-	} else {
-		c.storedBy[name] = now
-	}
-	c.mu.Unlock()
-	for _, holder := range wake {
-		c.queue.Add(holder)
-	}
-}
-
-// fenced reports whether writing status would record an allocation that
-// another claim's stored status still shows an overlapping allocation of:
-// then the write waits for that claim's release to be stored. c.mu must be
-// held.
-func (c *Controller) fenced(claim *networkingv1alpha1.NetworkClaim, status networkingv1alpha1.NetworkClaimStatus) bool {
-	already := map[string]bool{}
-	for _, r := range claim.Status.AddressSpace {
-		already[r.Prefix] = r.Status == networkingv1alpha1.AllocationAllocated
-	}
-	for _, r := range status.AddressSpace {
-		if r.Status != networkingv1alpha1.AllocationAllocated || already[r.Prefix] {
-			continue
-		}
-		p, err := netip.ParsePrefix(r.Prefix)
-		if err != nil {
-			continue
-		}
-		for _, holder := range c.stored.Overlapping(p) {
-			if holder != claim.Name {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// storedAllocations are the prefixes a claim's status records as
-// allocated, whether still in spec or not.
-func storedAllocations(claim *networkingv1alpha1.NetworkClaim) []netip.Prefix {
-	var out []netip.Prefix
-	for _, r := range claim.Status.AddressSpace {
-		if r.Status != networkingv1alpha1.AllocationAllocated {
-			continue
-		}
-		if p, err := netip.ParsePrefix(r.Prefix); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// decide changes the ledger under its lock, then reports the changes. It
-// does nothing, and returns false, until the ledger is restored: the
-// restore reads the informer's cache, which already holds what the event
-// is about.
-func (c *Controller) decide(ctx context.Context, deleted *networkingv1alpha1.NetworkClaim, change func(*ledger) []change) bool {
-	c.mu.Lock()
-	if !c.restored {
-		c.mu.Unlock()
+func (c *Controller) decideNext(ctx context.Context) bool {
+	name, quit := c.decisions.Get()
+	if quit {
 		return false
 	}
-	changes := change(c.ledger)
+	defer c.decisions.Done(name)
+	c.decide(ctx, name)
+	return true
+}
+
+// decide brings the ledger and its write fence up to date with a claim as
+// the informer's cache holds it: a new or changed spec is decided, a
+// deleted claim released. It cannot fail: the cache is the input and the
+// ledger is memory.
+func (c *Controller) decide(ctx context.Context, name string) {
+	claim, err := c.lister.Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		utilruntime.HandleErrorWithContext(ctx, err, "Reading a NetworkClaim from the cache failed", "claim", name)
+		return
+	}
+	var deleted *networkingv1alpha1.NetworkClaim
+	c.mu.Lock()
+	var changes []change
+	var wake []string
+	if claim == nil {
+		wake = c.ledger.recordStored(name, nil)
+		if e, ok := c.ledger.claims[name]; ok {
+			// Enough of the object for the events of its release.
+			deleted = &networkingv1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: e.uid}}
+		}
+		changes = c.ledger.forget(name, "")
+	} else {
+		wake = c.ledger.recordStored(name, storedAllocations(claim))
+		changes = c.ledger.sync(specOf(ctx, claim))
+	}
 	allocated, waiting := c.ledger.counts()
 	c.mu.Unlock()
 
 	c.report(ctx, changes, deleted)
 	setRecordCounts(allocated, waiting)
-	return true
+	for _, holder := range wake {
+		c.statuses.Add(holder)
+	}
+	if claim != nil {
+		// Always: status may need writing even when the ledger did not
+		// change (e.g. someone else wrote it).
+		c.statuses.Add(name)
+	}
 }
 
 // report logs each decision, records its event and counts conflicts, and
-// queues the claims whose status must change. deleted, if not nil, is a
+// queues the claims whose status must change. deleted, if not nil, is the
 // claim gone from the cache that some changes are about.
 func (c *Controller) report(ctx context.Context, changes []change, deleted *networkingv1alpha1.NetworkClaim) {
 	logger := klog.FromContext(ctx)
 	for _, ch := range changes {
 		if ch.kind == changeUnavailable || ch.kind == changeBlocker {
-			logger.V(2).Info("Record unavailable", "claim", ch.claim, "prefix", ch.prefix, "holder", ch.holder, "holderPrefix", ch.holderPrefix)
+			logger.V(2).Info("Record unavailable", "claim", ch.claim, "record", ch.key, "reason", ch.reason, "message", unavailableMessage(ch.reason, ch.prefix, ch.length, ch.holder))
 		} else {
-			logger.V(2).Info("Record "+strings.ToLower(string(ch.kind)), "claim", ch.claim, "prefix", ch.prefix)
+			logger.V(2).Info("Record "+strings.ToLower(string(ch.kind)), "claim", ch.claim, "record", ch.key, "prefix", ch.prefix)
 		}
 		var claim *networkingv1alpha1.NetworkClaim
 		if deleted != nil && ch.claim == deleted.Name {
 			claim = deleted
 		} else {
-			c.queue.Add(ch.claim)
+			c.statuses.Add(ch.claim)
 			claim, _ = c.lister.Get(ch.claim)
 		}
-		switch ch.kind {
-		case changeUnavailable:
-			conflictsTotal.Inc()
-		case changeBlocker:
+		switch {
+		case ch.kind == changeBlocker:
 			continue // only the message changes
+		case ch.kind == changeUnavailable && ch.reason == reasonConflict:
+			conflictsTotal.Inc()
+		case ch.kind == changeUnavailable && ch.reason == reasonPoolExhausted:
+			poolExhaustedTotal.Inc()
 		}
 		if claim == nil {
 			continue
 		}
 		switch ch.kind {
 		case changeAllocated:
-			c.recorder.Eventf(claim, corev1.EventTypeNormal, EventAllocated, "Allocated %s", ch.prefix)
+			c.recorder.Eventf(claim, corev1.EventTypeNormal, EventAllocated, "Allocated %s", describe(ch.key, ch.prefix))
 		case changeUnavailable:
-			c.recorder.Eventf(claim, corev1.EventTypeWarning, EventUnavailable, "%s is unavailable: %s", ch.prefix, unavailableMessage(ch.holderPrefix, ch.holder))
+			c.recorder.Eventf(claim, corev1.EventTypeWarning, EventUnavailable, "%s is unavailable: %s", describe(ch.key, ch.prefix), unavailableMessage(ch.reason, ch.prefix, ch.length, ch.holder))
 		case changeReleased:
-			c.recorder.Eventf(claim, corev1.EventTypeNormal, EventReleased, "Released %s", ch.prefix)
+			c.recorder.Eventf(claim, corev1.EventTypeNormal, EventReleased, "Released %s", describe(ch.key, ch.prefix))
 		}
 	}
 }
 
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNext(ctx) {
+// describe names a record in events: its prefix, and its name if it has
+// one.
+func describe(key recordKey, prefix netip.Prefix) string {
+	switch {
+	case key.name == "":
+		return prefix.String()
+	case prefix.IsValid():
+		return fmt.Sprintf("%s (%s)", prefix, key.name)
+	}
+	return key.name
+}
+
+func (c *Controller) statusWorker(ctx context.Context) {
+	for c.writeNext(ctx) {
 	}
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, quit := c.queue.Get()
+func (c *Controller) writeNext(ctx context.Context) bool {
+	name, quit := c.statuses.Get()
 	if quit {
 		return false
 	}
-	defer c.queue.Done(name)
+	defer c.statuses.Done(name)
 	if err := c.writeStatus(ctx, name); err != nil {
 		if !apierrors.IsConflict(err) && !errors.Is(err, errWaitingForRelease) {
 			utilruntime.HandleErrorWithContext(ctx, err, "Writing NetworkClaim status failed; will retry", "claim", name)
 		}
-		c.queue.AddRateLimited(name)
+		c.statuses.AddRateLimited(name)
 		return true
 	}
-	c.queue.Forget(name)
+	c.statuses.Forget(name)
 	return true
 }
 
@@ -427,12 +380,12 @@ func (c *Controller) writeStatus(ctx context.Context, name string) error {
 	generation, decisions, known := c.ledger.records(name, claim.UID)
 	if !known || generation != claim.Generation {
 		c.mu.Unlock()
-		// The informer has a spec the ledger has not decided yet; its
-		// handler will queue the claim again once it has.
+		// The informer has a spec the ledger has not decided yet; the
+		// decider will queue the claim again once it has.
 		return nil
 	}
 	status := desiredStatus(claim, generation, decisions)
-	fenced := c.fenced(claim, status)
+	fenced := c.ledger.fenced(name, newlyAllocated(claim.Status, status))
 	c.mu.Unlock()
 	if fenced {
 		// The release's event queues the claim again; the rate-limited
@@ -455,36 +408,119 @@ func (c *Controller) writeStatus(ctx context.Context, name string) error {
 	return nil
 }
 
-// specOf is what the ledger needs of a claim's spec.
-func specOf(ctx context.Context, claim *networkingv1alpha1.NetworkClaim) claimSpec {
-	s := claimSpec{name: claim.Name, uid: claim.UID, created: claim.CreationTimestamp.Time, generation: claim.Generation}
-	for _, r := range claim.Spec.AddressSpace {
-		p, err := netip.ParsePrefix(r.Prefix)
-		if err != nil {
-			// Validation admits only canonical prefixes; a stored one that
-			// does not parse is left undecided rather than guessed at.
-			klog.FromContext(ctx).Error(err, "Ignoring a record whose prefix does not parse", "claim", claim.Name, "prefix", r.Prefix)
+// newlyAllocated returns the prefixes status allocates that the stored
+// status does not show allocated yet.
+func newlyAllocated(stored, status networkingv1alpha1.NetworkClaimStatus) []netip.Prefix {
+	already := map[string]bool{}
+	for _, r := range stored.AddressSpace {
+		already[r.Prefix] = r.Status == networkingv1alpha1.AllocationAllocated
+	}
+	var out []netip.Prefix
+	for _, r := range status.AddressSpace {
+		if r.Status != networkingv1alpha1.AllocationAllocated || already[r.Prefix] {
 			continue
 		}
-		s.prefixes = append(s.prefixes, p)
+		if p, err := netip.ParsePrefix(r.Prefix); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// storedAllocations are the prefixes a claim's status records as
+// allocated, whether still in spec or not.
+func storedAllocations(claim *networkingv1alpha1.NetworkClaim) []netip.Prefix {
+	var out []netip.Prefix
+	for _, r := range claim.Status.AddressSpace {
+		if r.Status != networkingv1alpha1.AllocationAllocated {
+			continue
+		}
+		if p, err := netip.ParsePrefix(r.Prefix); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// specOf is what the ledger needs of a claim's spec.
+func specOf(ctx context.Context, claim *networkingv1alpha1.NetworkClaim) claimSpec {
+	s := claimSpec{name: claim.Name, uid: claim.UID, generation: claim.Generation}
+	s.resourceVersion, _ = strconv.ParseUint(claim.ResourceVersion, 10, 64)
+	for _, r := range claim.Spec.AddressSpace {
+		rs, err := recordSpecOf(r)
+		if err != nil {
+			// Validation admits only canonical records; a stored one that
+			// does not parse is left undecided rather than guessed at.
+			klog.FromContext(ctx).Error(err, "Ignoring a record that does not parse", "claim", claim.Name, "record", r.Name, "prefix", r.Prefix)
+			continue
+		}
+		s.records = append(s.records, rs)
 	}
 	return s
 }
 
-// recordedOf is the decisions a claim's status records for the prefixes
-// still in its spec.
-func recordedOf(claim *networkingv1alpha1.NetworkClaim) map[netip.Prefix]recordedStatus {
-	out := map[netip.Prefix]recordedStatus{}
+// recordSpecOf reads a spec record.
+func recordSpecOf(r networkingv1alpha1.AddressSpaceRecord) (recordSpec, error) {
+	rs := recordSpec{key: recordKey{name: r.Name}, req: request{length: -1, delegable: r.Delegable}}
+	if r.From != nil {
+		rs.req.from = r.From.Claim
+		if r.From.Prefix != "" {
+			pool, err := netip.ParsePrefix(r.From.Prefix)
+			if err != nil {
+				return recordSpec{}, err
+			}
+			rs.req.pool = pool
+		}
+	}
+	if r.PrefixLength != nil {
+		if r.From == nil || r.Name == "" {
+			return recordSpec{}, fmt.Errorf("a record with prefixLength needs name and from")
+		}
+		rs.req.length = int(*r.PrefixLength)
+		return rs, nil
+	}
+	p, err := netip.ParsePrefix(r.Prefix)
+	if err != nil {
+		return recordSpec{}, err
+	}
+	rs.req.prefix = p
+	if r.Name == "" {
+		rs.key.prefix = p
+	}
+	return rs, nil
+}
+
+// keyOfStatus is the ledger's key of a status record.
+func keyOfStatus(r networkingv1alpha1.AddressSpaceStatus) (recordKey, bool) {
+	if r.Name != "" {
+		return recordKey{name: r.Name}, true
+	}
+	p, err := netip.ParsePrefix(r.Prefix)
+	return recordKey{prefix: p}, err == nil
+}
+
+// recordedOf is the decisions a claim's status records, by record key.
+func recordedOf(claim *networkingv1alpha1.NetworkClaim) map[recordKey]recordedStatus {
+	out := map[recordKey]recordedStatus{}
 	for _, r := range claim.Status.AddressSpace {
-		p, err := netip.ParsePrefix(r.Prefix)
-		if err != nil {
+		key, ok := keyOfStatus(r)
+		if !ok {
 			continue
 		}
-		recorded := recordedStatus{allocated: r.Status == networkingv1alpha1.AllocationAllocated, date: r.Date.Time}
-		if !recorded.allocated {
-			recorded.holderPrefix, recorded.holder, _ = parseUnavailableMessage(r.Message)
+		s := recordedStatus{allocated: r.Status == networkingv1alpha1.AllocationAllocated, date: r.Date.Time, reason: r.Reason}
+		s.prefix, _ = netip.ParsePrefix(r.Prefix)
+		s.seq, _ = strconv.ParseUint(r.FirstSeenResourceVersion, 10, 64)
+		if s.reason == "" && !s.allocated {
+			s.reason = reasonConflict // written before reasons were
 		}
-		out[p] = recorded
+		if c := r.ConflictsWith; c != nil {
+			s.conflict.claim = c.Claim
+			s.conflict.prefix, _ = netip.ParsePrefix(c.Prefix)
+		}
+		if d := r.DelegatedFrom; d != nil {
+			s.parentClaim = d.Claim
+		}
+		out[key] = s
 	}
 	return out
 }

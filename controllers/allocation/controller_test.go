@@ -3,6 +3,7 @@ package allocation
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 
 func testClaim(name string, uid types.UID, generation int64, prefix string, status ...networkingv1alpha1.AddressSpaceStatus) *networkingv1alpha1.NetworkClaim {
 	return &networkingv1alpha1.NetworkClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid, Generation: generation, CreationTimestamp: metav1.NewTime(time.Unix(1_700_000_000, 0))},
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid, Generation: generation, ResourceVersion: fmt.Sprint(generation), CreationTimestamp: metav1.NewTime(time.Unix(1_700_000_000, 0))},
 		Spec:       networkingv1alpha1.NetworkClaimSpec{AddressSpace: []networkingv1alpha1.AddressSpaceRecord{{Prefix: prefix}}},
 		Status:     networkingv1alpha1.NetworkClaimStatus{ObservedGeneration: generation, AddressSpace: status},
 	}
@@ -30,8 +31,10 @@ func allocatedRecord(prefix string) networkingv1alpha1.AddressSpaceStatus {
 	return networkingv1alpha1.AddressSpaceStatus{Prefix: prefix, Status: networkingv1alpha1.AllocationAllocated, Date: metav1.NewTime(time.Unix(1_700_000_010, 0))}
 }
 
-func unavailableRecord(prefix, message string) networkingv1alpha1.AddressSpaceStatus {
-	return networkingv1alpha1.AddressSpaceStatus{Prefix: prefix, Status: networkingv1alpha1.AllocationUnavailable, Message: message, Date: metav1.NewTime(time.Unix(1_700_000_020, 0))}
+func unavailableRecord(prefix, holder, holderPrefix string) networkingv1alpha1.AddressSpaceStatus {
+	return networkingv1alpha1.AddressSpaceStatus{Prefix: prefix, Status: networkingv1alpha1.AllocationUnavailable, Reason: networkingv1alpha1.ReasonConflict,
+		ConflictsWith: &networkingv1alpha1.ClaimedPrefix{Claim: holder, Prefix: holderPrefix},
+		Message:       "overlaps " + holderPrefix + " held by NetworkClaim " + holder, Date: metav1.NewTime(time.Unix(1_700_000_020, 0))}
 }
 
 type testController struct {
@@ -41,8 +44,7 @@ type testController struct {
 }
 
 // newTestController returns a controller whose informer cache holds the
-// claims; the handlers have seen them (as the first list delivers them)
-// and the ledger was restored from them.
+// claims and whose ledger was restored from them, as Run does.
 func newTestController(t *testing.T, claims ...*networkingv1alpha1.NetworkClaim) *testController {
 	t.Helper()
 	client := fake.NewSimpleClientset()
@@ -54,7 +56,6 @@ func newTestController(t *testing.T, claims ...*networkingv1alpha1.NetworkClaim)
 			t.Fatal(err)
 		}
 		tc.cache(t, claim)
-		c.observe(t.Context(), claim)
 	}
 	c.restore(t.Context())
 	return tc
@@ -87,39 +88,46 @@ func (tc *testController) decision(t *testing.T, name string, uid types.UID, pre
 	if !ok {
 		return "unknown"
 	}
-	for p, d := range records {
-		if p.String() == prefix {
+	for k, d := range records {
+		if k.String() == prefix {
 			if d.allocated {
 				return "Allocated"
 			}
-			return "Unavailable: " + unavailableMessage(d.holderPrefix, d.holder)
+			return "Unavailable: " + unavailableMessage(d.reason, d.prefix, d.length, d.holder)
 		}
 	}
 	return "absent"
 }
 
-// An event queued before the restore, for a claim since deleted and created
-// again, must not release the new claim's allocation.
-func TestStaleEventAfterRestoreChangesNothing(t *testing.T) {
+// The decider reads the cache, not the event: a claim deleted and created
+// again while its events were queued is decided as the cache has it.
+func TestDecisionsFollowTheCache(t *testing.T) {
 	current := testClaim("x", "uid-2", 1, "10.0.0.0/16", allocatedRecord("10.0.0.0/16"))
-	waiter := testClaim("w", "uid-w", 1, "10.0.0.0/24", unavailableRecord("10.0.0.0/24", "overlaps 10.0.0.0/16 held by NetworkClaim x"))
+	waiter := testClaim("w", "uid-w", 1, "10.0.0.0/24", unavailableRecord("10.0.0.0/24", "x", "10.0.0.0/16"))
 	tc := newTestController(t, current, waiter)
 
-	// The first incarnation of x, delivered late, and its deletion.
-	stale := testClaim("x", "uid-1", 3, "10.0.0.0/16")
-	tc.observe(t.Context(), stale)
-	tc.deleted(t.Context(), stale)
-
+	// Events of x's first incarnation, and of its deletion, come late:
+	// the handlers only queued the name.
+	tc.decide(t.Context(), "x")
 	if got := tc.decision(t, "x", "uid-2", "10.0.0.0/16"); got != "Allocated" {
 		t.Errorf("x (uid-2) 10.0.0.0/16: %s, want Allocated", got)
 	}
 	if got, want := tc.decision(t, "w", "uid-w", "10.0.0.0/24"), "Unavailable: overlaps 10.0.0.0/16 held by NetworkClaim x"; got != want {
 		t.Errorf("w 10.0.0.0/24: %s, want %s", got, want)
 	}
-	// A claim deleted before it was seen is no ghost in the ledger.
-	tc.observe(t.Context(), testClaim("ghost", "uid-g", 1, "10.9.0.0/16"))
+	// A claim deleted before the decider got to it is no ghost in the
+	// ledger.
+	tc.decide(t.Context(), "ghost")
 	if got := tc.decision(t, "ghost", "uid-g", "10.9.0.0/16"); got != "unknown" {
 		t.Errorf("a claim not in the cache was decided: %s", got)
+	}
+	// Deleted from the cache: released, and the waiter promoted.
+	if err := tc.indexer.Delete(current); err != nil {
+		t.Fatal(err)
+	}
+	tc.decide(t.Context(), "x")
+	if got := tc.decision(t, "w", "uid-w", "10.0.0.0/24"); got != "Allocated" {
+		t.Errorf("after x's deletion, w 10.0.0.0/24 is %s, want Allocated", got)
 	}
 }
 
@@ -127,7 +135,7 @@ func TestStaleEventAfterRestoreChangesNothing(t *testing.T) {
 // shows the prefix: stored statuses never overlap.
 func TestPromotionIsWrittenAfterTheRelease(t *testing.T) {
 	holder := testClaim("x", "uid-x", 1, "10.0.0.0/16", allocatedRecord("10.0.0.0/16"))
-	waiter := testClaim("w", "uid-w", 1, "10.0.0.0/24", unavailableRecord("10.0.0.0/24", "overlaps 10.0.0.0/16 held by NetworkClaim x"))
+	waiter := testClaim("w", "uid-w", 1, "10.0.0.0/24", unavailableRecord("10.0.0.0/24", "x", "10.0.0.0/16"))
 	tc := newTestController(t, holder, waiter)
 
 	// x gives 10.0.0.0/16 up; its status still shows it.
@@ -137,7 +145,7 @@ func TestPromotionIsWrittenAfterTheRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc.cache(t, edited)
-	tc.observe(t.Context(), edited)
+	tc.decide(t.Context(), "x")
 	if got := tc.decision(t, "w", "uid-w", "10.0.0.0/24"); got != "Allocated" {
 		t.Fatalf("after the release, w 10.0.0.0/24 is %s in the ledger, want Allocated", got)
 	}
@@ -157,12 +165,12 @@ func TestPromotionIsWrittenAfterTheRelease(t *testing.T) {
 	if len(written.Status.AddressSpace) != 1 || written.Status.AddressSpace[0].Prefix != "10.1.0.0/16" {
 		t.Fatalf("x's status after its write: %+v", written.Status)
 	}
-	for tc.queue.Len() > 0 { // what the handlers queued so far
-		name, _ := tc.queue.Get()
-		tc.queue.Done(name)
+	for tc.statuses.Len() > 0 { // what was queued so far
+		name, _ := tc.statuses.Get()
+		tc.statuses.Done(name)
 	}
 	tc.cache(t, written)
-	tc.observe(t.Context(), written)
+	tc.decide(t.Context(), "x")
 	if !queued(tc.Controller, "w") {
 		t.Error("x's stored release did not queue w")
 	}
@@ -176,9 +184,9 @@ func TestPromotionIsWrittenAfterTheRelease(t *testing.T) {
 
 func queued(c *Controller, name string) bool {
 	found := false
-	for c.queue.Len() > 0 {
-		item, _ := c.queue.Get()
-		c.queue.Done(item)
+	for c.statuses.Len() > 0 {
+		item, _ := c.statuses.Get()
+		c.statuses.Done(item)
 		found = found || item == name
 	}
 	return found

@@ -1,7 +1,6 @@
 package allocation
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -15,1300 +14,603 @@ import (
 	"k8s.io/apimachinery/pkg/util/diff"
 )
 
-// t0 is the fake clock's start; every time in these tests is an offset from
-// it, shown as "@3s".
-var t0 = time.Date(2025, time.March, 1, 12, 0, 0, 0, time.UTC)
+// t0 is the fake clock's time.
+var t0 = time.Date(2026, time.March, 1, 12, 0, 0, 0, time.UTC)
 
-// offset renders t as seconds from t0, e.g. "3s" or "1.5s".
-func offset(t time.Time) string { return fmt.Sprint(t.Sub(t0).Seconds()) + "s" }
+func testLedger() *ledger { return newLedger(func() time.Time { return t0 }) }
 
-// at is t0 plus sec seconds.
-func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
-
-type fakeClock struct{ t time.Time }
-
-func newFakeClock() *fakeClock            { return &fakeClock{t: t0} }
-func (c *fakeClock) now() time.Time       { return c.t }
-func (c *fakeClock) step(d time.Duration) { c.t = c.t.Add(d) }
-
-// claim is a claim spec whose uid is derived from its name and which was
-// created at t0 plus created seconds.
-func claim(name string, created int, generation int64, prefixes ...string) claimSpec {
-	s := claimSpec{name: name, uid: types.UID(name + "-uid"), created: at(created), generation: generation}
-	for _, p := range prefixes {
-		s.prefixes = append(s.prefixes, netip.MustParsePrefix(p))
-	}
-	return s
+// spec is claim name at resourceVersion rv (and generation rv: each write
+// of these tests changes the spec), with uid name-uid.
+func spec(name string, rv uint64, records ...recordSpec) claimSpec {
+	return claimSpec{name: name, uid: types.UID(name + "-uid"), generation: int64(rv), resourceVersion: rv, records: records}
 }
 
-func withUID(s claimSpec, uid types.UID) claimSpec {
-	s.uid = uid
-	return s
+func exact(p string) recordSpec {
+	prefix := netip.MustParsePrefix(p)
+	return recordSpec{key: recordKey{prefix: prefix}, req: request{prefix: prefix, length: -1}}
 }
 
-// withStatus adds what the claim's status records, for restore.
-func withStatus(s claimSpec, recorded map[string]recordedStatus) claimSpec {
-	s.recorded = map[netip.Prefix]recordedStatus{}
-	for p, r := range recorded {
-		s.recorded[netip.MustParsePrefix(p)] = r
-	}
-	return s
+// sub is prefix p taken from claim from.
+func sub(p, from string) recordSpec {
+	r := exact(p)
+	r.req.from = from
+	return r
 }
 
-func allocatedAt(sec int) recordedStatus   { return recordedStatus{allocated: true, date: at(sec)} }
-func unavailableAt(sec int) recordedStatus { return recordedStatus{date: at(sec)} }
-
-// op is one step of a history: the clock moves by tick, then the claim is
-// synced, or forgotten when forget is set; want is the changes it must make.
-type op struct {
-	tick      time.Duration
-	sync      claimSpec
-	forget    string
-	forgetUID types.UID
-	want      []string
+// pool is the record name asking for a /length from claim from.
+func pool(name, from string, length int) recordSpec {
+	return recordSpec{key: recordKey{name: name}, req: request{from: from, length: length}}
 }
 
-func (o op) String() string {
-	if o.forget != "" {
-		return fmt.Sprintf("forget(%s, %q)", o.forget, o.forgetUID)
-	}
-	return fmt.Sprintf("sync(%s uid=%s generation=%d %v)", o.sync.name, o.sync.uid, o.sync.generation, o.sync.prefixes)
+func (r recordSpec) delegable() recordSpec {
+	r.req.delegable = true
+	return r
 }
 
-// apply runs o on l and returns the changes.
-func (o op) apply(l *ledger, clock *fakeClock) []change {
-	clock.step(o.tick)
-	if o.forget != "" {
-		return l.forget(o.forget, o.forgetUID)
-	}
-	return l.sync(o.sync)
+func (r recordSpec) in(p string) recordSpec {
+	r.req.pool = netip.MustParsePrefix(p)
+	return r
 }
 
-func runOps(t *testing.T, l *ledger, clock *fakeClock, ops []op) {
-	t.Helper()
-	for i, o := range ops {
-		got := formatChanges(o.apply(l, clock))
-		if want := o.want; !slices.Equal(got, want) && (len(got) != 0 || len(want) != 0) {
-			t.Errorf("op %d %v: unexpected changes (-got +want):\n%s", i, o, diff.Diff(got, want))
+// state renders every record of the ledger as "claim/key" →
+// "Allocated 10.1.0.0/16 (from org 10.0.0.0/8)" or "PoolExhausted: no
+// free /16 in ...".
+func state(l *ledger) map[string]string {
+	out := map[string]string{}
+	for name, e := range l.claims {
+		_, decisions, _ := l.records(name, e.uid)
+		for k, d := range decisions {
+			var s string
+			switch {
+			case d.allocated && d.parent.claim != "":
+				s = fmt.Sprintf("Allocated %s (from %s %s)", d.prefix, d.parent.claim, d.parent.prefix)
+			case d.allocated:
+				s = "Allocated " + d.prefix.String()
+			default:
+				s = d.reason + ": " + unavailableMessage(d.reason, d.prefix, d.length, d.holder)
+			}
+			out[name+"/"+k.String()] = s
 		}
 	}
+	return out
 }
 
-// formatChanges renders changes as
-// "<kind> <claim> <prefix>[, <holderPrefix> held by <holder>]".
-func formatChanges(changes []change) []string {
-	var out []string
-	for _, c := range changes {
-		s := fmt.Sprintf("%s %s %s", c.kind, c.claim, c.prefix)
-		if c.holder != "" || c.holderPrefix.IsValid() {
-			s += fmt.Sprintf(", %s held by %s", c.holderPrefix, c.holder)
+// step is a sync of a claim, or with forget set, its deletion.
+type step struct {
+	sync   claimSpec
+	forget string
+}
+
+func TestLedgerDecisions(t *testing.T) {
+	org := func(rv uint64, records ...recordSpec) step { return step{sync: spec("org", rv, records...)} }
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		want  map[string]string
+	}{{
+		name: "an overlap conflicts; the holder's release promotes the first waiter in etcd order",
+		steps: []step{
+			{sync: spec("x", 1, exact("10.0.0.0/16"))},
+			{sync: spec("late", 5, exact("10.0.1.0/24"))},
+			{sync: spec("early", 3, exact("10.0.0.0/20"))},
+			{forget: "x"},
+		},
+		want: map[string]string{
+			"early/10.0.0.0/20": "Allocated 10.0.0.0/20",
+			"late/10.0.1.0/24":  "Conflict: overlaps 10.0.0.0/20 held by NetworkClaim early",
+		},
+	}, {
+		name: "a sub-prefix taken from a delegable record does not conflict with it; one not taken from it does",
+		steps: []step{
+			org(1, exact("10.0.0.0/8").delegable()),
+			{sync: spec("a", 2, sub("10.5.0.0/16", "org"))},
+			{sync: spec("b", 3, exact("10.6.0.0/16"))},
+			{sync: spec("c", 4, sub("10.5.128.0/17", "org"))},
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8":  "Allocated 10.0.0.0/8",
+			"a/10.5.0.0/16":   "Allocated 10.5.0.0/16 (from org 10.0.0.0/8)",
+			"b/10.6.0.0/16":   "Conflict: overlaps 10.0.0.0/8 held by NetworkClaim org",
+			"c/10.5.128.0/17": "Conflict: overlaps 10.5.0.0/16 held by NetworkClaim a",
+		},
+	}, {
+		name: "a record is not taken from a prefix that is not delegable",
+		steps: []step{
+			org(1, exact("10.0.0.0/8")),
+			{sync: spec("a", 2, sub("10.5.0.0/16", "org"), pool("more", "org", 16))},
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
+			"a/10.5.0.0/16":  "PoolNotFound: NetworkClaim org holds no allocated delegable prefix that contains 10.5.0.0/16",
+			"a/more":         "PoolNotFound: NetworkClaim org holds no allocated delegable prefix that can hold a /16",
+		},
+	}, {
+		name: "pool records get the lowest free prefix, skipping what is taken, and reuse freed space first",
+		steps: []step{
+			org(1, exact("10.0.0.0/8").delegable()),
+			{sync: spec("a", 2, pool("pods", "org", 16))},
+			{sync: spec("b", 3, sub("10.1.0.0/16", "org"))},
+			{sync: spec("c", 4, pool("pods", "org", 24))},
+			{sync: spec("d", 5, pool("pods", "org", 15))},
+			{forget: "a"},
+			{sync: spec("e", 6, pool("pods", "org", 16), pool("svc", "org", 24))},
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
+			"b/10.1.0.0/16":  "Allocated 10.1.0.0/16 (from org 10.0.0.0/8)",
+			"c/pods":         "Allocated 10.2.0.0/24 (from org 10.0.0.0/8)",
+			"d/pods":         "Allocated 10.4.0.0/15 (from org 10.0.0.0/8)",
+			"e/pods":         "Allocated 10.0.0.0/16 (from org 10.0.0.0/8)",
+			"e/svc":          "Allocated 10.2.1.0/24 (from org 10.0.0.0/8)",
+		},
+	}, {
+		name: "ipv6 pools; from.prefix picks the pool; the length picks the family",
+		steps: []step{
+			org(1, exact("10.0.0.0/8").delegable(), exact("fd00::/32").delegable(), exact("fd01::/32").delegable()),
+			{sync: spec("a", 2, pool("v6", "org", 48), pool("v4", "org", 16), pool("pinned", "org", 48).in("fd01::/32"))},
+			{sync: spec("b", 3, pool("v6", "org", 48))},
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
+			"org/fd00::/32":  "Allocated fd00::/32",
+			"org/fd01::/32":  "Allocated fd01::/32",
+			"a/v6":           "Allocated fd00::/48 (from org fd00::/32)",
+			"a/v4":           "Allocated 10.0.0.0/16 (from org 10.0.0.0/8)",
+			"a/pinned":       "Allocated fd01::/48 (from org fd01::/32)",
+			"b/v6":           "Allocated fd00:0:1::/48 (from org fd00::/32)",
+		},
+	}, {
+		name: "delegation nests: iana, a regional registry, a local one, a customer",
+		steps: []step{
+			{sync: spec("iana", 1, exact("10.0.0.0/8").delegable())},
+			{sync: spec("rir", 2, pool("block", "iana", 12).delegable())},
+			{sync: spec("lir", 3, pool("block", "rir", 16).delegable())},
+			{sync: spec("customer", 4, pool("net", "lir", 24))},
+			{sync: spec("rir2", 5, pool("block", "iana", 12))},
+			{sync: spec("squatter", 6, exact("10.0.0.0/24"))},
+		},
+		want: map[string]string{
+			"iana/10.0.0.0/8":      "Allocated 10.0.0.0/8",
+			"rir/block":            "Allocated 10.0.0.0/12 (from iana 10.0.0.0/8)",
+			"lir/block":            "Allocated 10.0.0.0/16 (from rir 10.0.0.0/12)",
+			"customer/net":         "Allocated 10.0.0.0/24 (from lir 10.0.0.0/16)",
+			"rir2/block":           "Allocated 10.16.0.0/12 (from iana 10.0.0.0/8)",
+			"squatter/10.0.0.0/24": "Conflict: overlaps 10.0.0.0/8 held by NetworkClaim iana",
+		},
+	}, {
+		name: "an exhausted pool makes the record wait, naming the pool; freed space goes to the first waiter",
+		steps: []step{
+			org(1, exact("10.0.0.0/30").delegable()),
+			{sync: spec("a", 2, pool("p", "org", 31))},
+			{sync: spec("b", 3, pool("p", "org", 31))},
+			{sync: spec("c", 4, pool("p", "org", 31))},
+			{sync: spec("d", 5, pool("p", "org", 32))},
+			{forget: "a"},
+		},
+		want: map[string]string{
+			"org/10.0.0.0/30": "Allocated 10.0.0.0/30",
+			"b/p":             "Allocated 10.0.0.2/31 (from org 10.0.0.0/30)",
+			"c/p":             "Allocated 10.0.0.0/31 (from org 10.0.0.0/30)",
+			"d/p":             "PoolExhausted: no free /32 in 10.0.0.0/30 of NetworkClaim org",
+		},
+	}, {
+		name: "records wait for a pool that does not exist yet, and get it when it is delegated",
+		steps: []step{
+			{sync: spec("a", 2, pool("p", "org", 16))},
+			{sync: spec("b", 3, sub("10.9.0.0/16", "org"))},
+			org(4, exact("10.0.0.0/8")),
+			org(5, exact("10.0.0.0/8").delegable()),
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
+			"a/p":            "Allocated 10.0.0.0/16 (from org 10.0.0.0/8)",
+			"b/10.9.0.0/16":  "Allocated 10.9.0.0/16 (from org 10.0.0.0/8)",
+		},
+	}, {
+		name: "sub-prefixes outlive their pool; the pool's claim may come back, others may not",
+		steps: []step{
+			org(1, exact("10.0.0.0/8").delegable()),
+			{sync: spec("a", 2, pool("p", "org", 16))},
+			{forget: "org"},
+			{sync: spec("other", 3, exact("10.0.0.0/8"))},
+			{sync: claimSpec{name: "org", uid: "org-uid-2", generation: 1, resourceVersion: 4, records: []recordSpec{exact("10.0.0.0/8").delegable()}}},
+			{sync: spec("b", 5, pool("p", "org", 16))},
+		},
+		want: map[string]string{
+			"a/p":              "Allocated 10.0.0.0/16 (from org 10.0.0.0/8)",
+			"other/10.0.0.0/8": "Conflict: overlaps 10.0.0.0/16 held by NetworkClaim a",
+			"org/10.0.0.0/8":   "Allocated 10.0.0.0/8",
+			"b/p":              "Allocated 10.1.0.0/16 (from org 10.0.0.0/8)",
+		},
+	}, {
+		name: "a pool record that asks for another length is decided again; one that only turns delegable keeps its prefix",
+		steps: []step{
+			org(1, exact("10.0.0.0/8").delegable()),
+			{sync: spec("a", 2, pool("p", "org", 16), pool("q", "org", 16))},
+			{sync: spec("a", 3, pool("p", "org", 24), pool("q", "org", 16).delegable())},
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
+			"a/p":            "Allocated 10.0.0.0/24 (from org 10.0.0.0/8)",
+			"a/q":            "Allocated 10.1.0.0/16 (from org 10.0.0.0/8)",
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := testLedger()
+			for _, s := range tc.steps {
+				if s.forget != "" {
+					l.forget(s.forget, "")
+				} else {
+					l.sync(s.sync)
+				}
+			}
+			if got := state(l); !maps.Equal(got, tc.want) {
+				t.Errorf("unexpected ledger (-got +want):\n%s", diff.Diff(got, tc.want))
+			}
+			checkRestore(t, l)
+		})
+	}
+}
+
+// statusOf renders the ledger as the claims' status would record it.
+func statusOf(l *ledger) []claimSpec {
+	var out []claimSpec
+	for _, name := range slices.Sorted(maps.Keys(l.claims)) {
+		e := l.claims[name]
+		s := claimSpec{name: name, uid: e.uid, generation: e.generation, resourceVersion: 1 << 40, recorded: map[recordKey]recordedStatus{}}
+		for _, k := range e.order {
+			r := e.records[k]
+			s.records = append(s.records, recordSpec{key: k, req: r.req})
+			rs := recordedStatus{allocated: r.allocated, date: r.since, seq: r.seq, reason: r.reason}
+			if r.prefix.IsValid() {
+				rs.prefix = r.prefix
+			}
+			if r.reason == reasonConflict {
+				rs.conflict = r.holder
+			}
+			if parent := l.parentFor(r.req, r.prefix, false); r.allocated && parent != nil {
+				rs.parentClaim = parent.claim
+			}
+			s.recorded[k] = rs
 		}
 		out = append(out, s)
 	}
 	return out
 }
 
-// formatDecision renders a decision as "Allocated @<since>" or
-// "Unavailable @<since>, <holderPrefix> held by <holder>".
-func formatDecision(d decision) string {
-	if d.allocated {
-		s := fmt.Sprintf("Allocated @%s", offset(d.since))
-		if d.holder != "" || d.holderPrefix.IsValid() {
-			s += fmt.Sprintf(", %s held by %s", d.holderPrefix, d.holder)
-		}
-		return s
-	}
-	return fmt.Sprintf("Unavailable @%s, %s held by %s", offset(d.since), d.holderPrefix, d.holder)
-}
-
-// allRecords is every record the ledger holds, as "<claim> <prefix>" to
-// formatDecision, read through records().
-func allRecords(t *testing.T, l *ledger) map[string]string {
+// checkRestore rebuilds a ledger from the status that l would write: it
+// must hold the same allocations and decide nothing new.
+func checkRestore(t *testing.T, l *ledger) {
 	t.Helper()
-	out := map[string]string{}
-	for name, e := range l.claims {
-		_, records, ok := l.records(name, e.uid)
-		if !ok {
-			t.Fatalf("records(%s, %s) does not know a claim the ledger holds", name, e.uid)
-		}
-		for p, d := range records {
-			out[name+" "+p.String()] = formatDecision(d)
-		}
+	restored := testLedger()
+	if changes := restored.restore(statusOf(l)); len(changes) > 0 {
+		t.Errorf("a restore from status made %d new decisions, first %+v", len(changes), changes[0])
 	}
-	return out
-}
-
-// checkRecords compares the ledger's records with want, and counts() with
-// the tally of want.
-func checkRecords(t *testing.T, l *ledger, want map[string]string) {
-	t.Helper()
-	got := allRecords(t, l)
-	if !maps.Equal(got, want) {
-		t.Errorf("unexpected records (-got +want):\n%s", diff.Diff(got, want))
-	}
-	var wantAllocated, wantWaiting int
-	for _, s := range want {
-		if strings.HasPrefix(s, "Allocated") {
-			wantAllocated++
-		} else {
-			wantWaiting++
-		}
-	}
-	if allocated, waiting := l.counts(); allocated != wantAllocated || waiting != wantWaiting {
-		t.Errorf("counts() = (%d, %d), want (%d, %d)", allocated, waiting, wantAllocated, wantWaiting)
-	}
-}
-
-func TestUnavailableMessage(t *testing.T) {
-	tests := []struct {
-		holderPrefix string
-		holder       string
-		want         string
-	}{
-		{"10.96.0.0/12", "kube-apiserver", "overlaps 10.96.0.0/12 held by NetworkClaim kube-apiserver"},
-		{"fd00:10:96::/112", "kube-apiserver", "overlaps fd00:10:96::/112 held by NetworkClaim kube-apiserver"},
-	}
-	for _, tc := range tests {
-		if got := unavailableMessage(netip.MustParsePrefix(tc.holderPrefix), tc.holder); got != tc.want {
-			t.Errorf("unavailableMessage(%s, %s) = %q, want %q", tc.holderPrefix, tc.holder, got, tc.want)
-		}
-	}
-}
-
-func TestLedgerSync(t *testing.T) {
-	tests := []struct {
-		name        string
-		ops         []op
-		wantRecords map[string]string
-	}{
-		{
-			name: "the first claim is allocated, the same prefix of another is unavailable",
-			ops: []op{
-				{sync: claim("kube-apiserver", 0, 1, "10.96.0.0/12"), want: []string{"Allocated kube-apiserver 10.96.0.0/12"}},
-				{tick: time.Second, sync: claim("other", 1, 1, "10.96.0.0/12"), want: []string{"Unavailable other 10.96.0.0/12, 10.96.0.0/12 held by kube-apiserver"}},
-			},
-			wantRecords: map[string]string{
-				"kube-apiserver 10.96.0.0/12": "Allocated @0s",
-				"other 10.96.0.0/12":          "Unavailable @1s, 10.96.0.0/12 held by kube-apiserver",
-			},
-		},
-		{
-			name: "disjoint prefixes are all allocated",
-			ops: []op{
-				{sync: claim("a", 0, 1, "10.0.0.0/16"), want: []string{"Allocated a 10.0.0.0/16"}},
-				{sync: claim("b", 0, 1, "10.1.0.0/16", "192.168.0.0/16"), want: []string{"Allocated b 10.1.0.0/16", "Allocated b 192.168.0.0/16"}},
-				{sync: claim("c", 0, 1, "10.0.1.0/24"), want: []string{"Unavailable c 10.0.1.0/24, 10.0.0.0/16 held by a"}},
-				{sync: claim("d", 0, 1, "10.2.0.0/16"), want: []string{"Allocated d 10.2.0.0/16"}},
-			},
-			wantRecords: map[string]string{
-				"a 10.0.0.0/16":    "Allocated @0s",
-				"b 10.1.0.0/16":    "Allocated @0s",
-				"b 192.168.0.0/16": "Allocated @0s",
-				"c 10.0.1.0/24":    "Unavailable @0s, 10.0.0.0/16 held by a",
-				"d 10.2.0.0/16":    "Allocated @0s",
-			},
-		},
-		{
-			name: "an allocated supernet blocks a subnet",
-			ops: []op{
-				{sync: claim("a", 0, 1, "10.0.0.0/8"), want: []string{"Allocated a 10.0.0.0/8"}},
-				{sync: claim("b", 0, 1, "10.96.0.0/12"), want: []string{"Unavailable b 10.96.0.0/12, 10.0.0.0/8 held by a"}},
-				{sync: claim("c", 0, 1, "10.96.0.1/32"), want: []string{"Unavailable c 10.96.0.1/32, 10.0.0.0/8 held by a"}},
-			},
-			wantRecords: map[string]string{
-				"a 10.0.0.0/8":   "Allocated @0s",
-				"b 10.96.0.0/12": "Unavailable @0s, 10.0.0.0/8 held by a",
-				"c 10.96.0.1/32": "Unavailable @0s, 10.0.0.0/8 held by a",
-			},
-		},
-		{
-			name: "an allocated subnet blocks a supernet",
-			ops: []op{
-				{sync: claim("a", 0, 1, "10.96.0.0/12"), want: []string{"Allocated a 10.96.0.0/12"}},
-				{sync: claim("b", 0, 1, "10.0.0.0/8"), want: []string{"Unavailable b 10.0.0.0/8, 10.96.0.0/12 held by a"}},
-				{sync: claim("c", 0, 1, "0.0.0.0/0"), want: []string{"Unavailable c 0.0.0.0/0, 10.96.0.0/12 held by a"}},
-			},
-			wantRecords: map[string]string{
-				"a 10.96.0.0/12": "Allocated @0s",
-				"b 10.0.0.0/8":   "Unavailable @0s, 10.96.0.0/12 held by a",
-				"c 0.0.0.0/0":    "Unavailable @0s, 10.96.0.0/12 held by a",
-			},
-		},
-		{
-			name: "of several allocations inside a prefix, the first in CIDR order is named",
-			ops: []op{
-				{sync: claim("b", 0, 1, "10.2.0.0/16"), want: []string{"Allocated b 10.2.0.0/16"}},
-				{sync: claim("a", 0, 1, "10.1.0.0/16"), want: []string{"Allocated a 10.1.0.0/16"}},
-				{sync: claim("c", 0, 1, "10.0.0.0/8"), want: []string{"Unavailable c 10.0.0.0/8, 10.1.0.0/16 held by a"}},
-			},
-			wantRecords: map[string]string{
-				"a 10.1.0.0/16": "Allocated @0s",
-				"b 10.2.0.0/16": "Allocated @0s",
-				"c 10.0.0.0/8":  "Unavailable @0s, 10.1.0.0/16 held by a",
-			},
-		},
-		{
-			name: "IPv6 prefixes, nested both ways",
-			ops: []op{
-				{sync: claim("a", 0, 1, "fd00:10:96::/112"), want: []string{"Allocated a fd00:10:96::/112"}},
-				{sync: claim("b", 0, 1, "fd00::/8"), want: []string{"Unavailable b fd00::/8, fd00:10:96::/112 held by a"}},
-				{sync: claim("c", 0, 1, "fd00:10:96::1/128"), want: []string{"Unavailable c fd00:10:96::1/128, fd00:10:96::/112 held by a"}},
-				// Inside b's prefix, but b waits: it holds nothing.
-				{sync: claim("d", 0, 1, "fd00:20::/64"), want: []string{"Allocated d fd00:20::/64"}},
-				{sync: claim("e", 0, 1, "fd00:10:97::/112"), want: []string{"Allocated e fd00:10:97::/112"}},
-			},
-			wantRecords: map[string]string{
-				"a fd00:10:96::/112":  "Allocated @0s",
-				"b fd00::/8":          "Unavailable @0s, fd00:10:96::/112 held by a",
-				"c fd00:10:96::1/128": "Unavailable @0s, fd00:10:96::/112 held by a",
-				"d fd00:20::/64":      "Allocated @0s",
-				"e fd00:10:97::/112":  "Allocated @0s",
-			},
-		},
-		{
-			name: "IPv4 and IPv6 never overlap",
-			ops: []op{
-				{sync: claim("v4", 0, 1, "0.0.0.0/0"), want: []string{"Allocated v4 0.0.0.0/0"}},
-				{sync: claim("v6", 0, 1, "::/0"), want: []string{"Allocated v6 ::/0"}},
-				{sync: claim("x", 0, 1, "fd00:10:96::/112", "10.96.0.0/12"), want: []string{
-					"Unavailable x fd00:10:96::/112, ::/0 held by v6",
-					"Unavailable x 10.96.0.0/12, 0.0.0.0/0 held by v4",
-				}},
-			},
-			wantRecords: map[string]string{
-				"v4 0.0.0.0/0":       "Allocated @0s",
-				"v6 ::/0":            "Allocated @0s",
-				"x fd00:10:96::/112": "Unavailable @0s, ::/0 held by v6",
-				"x 10.96.0.0/12":     "Unavailable @0s, 0.0.0.0/0 held by v4",
-			},
-		},
-		{
-			name: "a dual-stack claim is decided record by record",
-			ops: []op{
-				{sync: claim("a", 0, 1, "10.96.0.0/12", "fd00:10:96::/112"), want: []string{"Allocated a 10.96.0.0/12", "Allocated a fd00:10:96::/112"}},
-				{tick: time.Second, sync: claim("b", 0, 1, "fd00:20::/64", "10.100.0.0/16"), want: []string{
-					"Allocated b fd00:20::/64",
-					"Unavailable b 10.100.0.0/16, 10.96.0.0/12 held by a",
-				}},
-			},
-			wantRecords: map[string]string{
-				"a 10.96.0.0/12":     "Allocated @0s",
-				"a fd00:10:96::/112": "Allocated @0s",
-				"b fd00:20::/64":     "Allocated @1s",
-				"b 10.100.0.0/16":    "Unavailable @1s, 10.96.0.0/12 held by a",
-			},
-		},
-		{
-			name: "sticky: a claim created earlier but seen later, or edited later, does not take an allocation",
-			ops: []op{
-				{sync: claim("young", 50, 1, "10.5.0.0/16"), want: []string{"Allocated young 10.5.0.0/16"}},
-				{tick: time.Second, sync: claim("old", 0, 1, "10.0.0.0/16"), want: []string{"Allocated old 10.0.0.0/16"}},
-				// Edited to add a subnet, then a supernet, of young's prefix.
-				{tick: time.Second, sync: claim("old", 0, 2, "10.0.0.0/16", "10.5.128.0/17"), want: []string{"Unavailable old 10.5.128.0/17, 10.5.0.0/16 held by young"}},
-				{tick: time.Second, sync: claim("old", 0, 3, "10.0.0.0/16", "10.4.0.0/14"), want: []string{"Unavailable old 10.4.0.0/14, 10.5.0.0/16 held by young"}},
-				// Created earliest, seen last.
-				{tick: time.Second, sync: claim("oldest", -10, 1, "10.5.0.0/16"), want: []string{"Unavailable oldest 10.5.0.0/16, 10.5.0.0/16 held by young"}},
-				// Edits of the holder keep what stays in its spec; a waiting
-				// record reserves nothing.
-				{tick: time.Second, sync: claim("young", 50, 2, "10.6.0.0/16", "10.5.0.0/16"), want: []string{"Allocated young 10.6.0.0/16"}},
-			},
-			wantRecords: map[string]string{
-				"young 10.5.0.0/16":  "Allocated @0s",
-				"young 10.6.0.0/16":  "Allocated @5s",
-				"old 10.0.0.0/16":    "Allocated @1s",
-				"old 10.4.0.0/14":    "Unavailable @3s, 10.5.0.0/16 held by young",
-				"oldest 10.5.0.0/16": "Unavailable @4s, 10.5.0.0/16 held by young",
-			},
-		},
-		{
-			name: "editing a claim keeps its allocations and waiting records, and their dates",
-			ops: []op{
-				{sync: claim("a", 0, 1, "10.0.0.0/16"), want: []string{"Allocated a 10.0.0.0/16"}},
-				{tick: time.Second, sync: claim("b", 0, 1, "10.0.0.0/16"), want: []string{"Unavailable b 10.0.0.0/16, 10.0.0.0/16 held by a"}},
-				{tick: time.Second, sync: claim("a", 0, 2, "10.1.0.0/16", "10.0.0.0/16"), want: []string{"Allocated a 10.1.0.0/16"}},
-				{tick: time.Second, sync: claim("b", 0, 2, "10.0.0.0/16", "10.2.0.0/16"), want: []string{"Allocated b 10.2.0.0/16"}},
-			},
-			wantRecords: map[string]string{
-				"a 10.0.0.0/16": "Allocated @0s",
-				"a 10.1.0.0/16": "Allocated @2s",
-				"b 10.0.0.0/16": "Unavailable @1s, 10.0.0.0/16 held by a",
-				"b 10.2.0.0/16": "Allocated @3s",
-			},
-		},
-		{
-			name: "a record that leaves the spec is released and its waiter promoted",
-			ops: []op{
-				{sync: claim("a", 0, 1, "10.0.0.0/16"), want: []string{"Allocated a 10.0.0.0/16"}},
-				{tick: time.Second, sync: claim("b", 0, 1, "10.0.0.0/24"), want: []string{"Unavailable b 10.0.0.0/24, 10.0.0.0/16 held by a"}},
-				{tick: time.Second, sync: claim("a", 0, 2, "10.1.0.0/16"), want: []string{
-					"Released a 10.0.0.0/16",
-					"Allocated b 10.0.0.0/24",
-					"Allocated a 10.1.0.0/16",
-				}},
-			},
-			wantRecords: map[string]string{
-				"a 10.1.0.0/16": "Allocated @2s",
-				"b 10.0.0.0/24": "Allocated @2s",
-			},
-		},
-		{
-			name: "a claim's own records never block it, but widening a prefix lets waiters go first",
-			ops: []op{
-				{sync: claim("a", 0, 1, "10.0.0.0/16"), want: []string{"Allocated a 10.0.0.0/16"}},
-				{tick: time.Second, sync: claim("a", 0, 2, "10.0.0.0/8"), want: []string{"Released a 10.0.0.0/16", "Allocated a 10.0.0.0/8"}},
-				{tick: time.Second, sync: claim("b", 0, 1, "10.1.0.0/16"), want: []string{"Unavailable b 10.1.0.0/16, 10.0.0.0/8 held by a"}},
-				{tick: time.Second, sync: claim("a", 0, 3, "10.0.0.0/7"), want: []string{
-					"Released a 10.0.0.0/8",
-					"Allocated b 10.1.0.0/16",
-					"Unavailable a 10.0.0.0/7, 10.1.0.0/16 held by b",
-				}},
-			},
-			wantRecords: map[string]string{
-				"a 10.0.0.0/7":  "Unavailable @3s, 10.1.0.0/16 held by b",
-				"b 10.1.0.0/16": "Allocated @3s",
-			},
-		},
-		{
-			name: "forget promotes waiters first come, first served, not by creation",
-			ops: []op{
-				{sync: claim("holder", 0, 1, "10.0.0.0/8"), want: []string{"Allocated holder 10.0.0.0/8"}},
-				{tick: time.Second, sync: claim("first", 30, 1, "10.0.0.0/16"), want: []string{"Unavailable first 10.0.0.0/16, 10.0.0.0/8 held by holder"}},
-				{tick: time.Second, sync: claim("second", 20, 1, "10.0.0.0/24"), want: []string{"Unavailable second 10.0.0.0/24, 10.0.0.0/8 held by holder"}},
-				{tick: time.Second, sync: claim("third", 10, 1, "10.1.0.0/16"), want: []string{"Unavailable third 10.1.0.0/16, 10.0.0.0/8 held by holder"}},
-				{tick: time.Second, forget: "holder", forgetUID: "holder-uid", want: []string{
-					"Released holder 10.0.0.0/8",
-					"Allocated first 10.0.0.0/16",
-					// second stays blocked, now by first.
-					"Blocker second 10.0.0.0/24, 10.0.0.0/16 held by first",
-					"Allocated third 10.1.0.0/16",
-				}},
-			},
-			wantRecords: map[string]string{
-				"first 10.0.0.0/16":  "Allocated @4s",
-				"second 10.0.0.0/24": "Unavailable @2s, 10.0.0.0/16 held by first",
-				"third 10.1.0.0/16":  "Allocated @4s",
-			},
-		},
-		{
-			name: "forget promotes the longest waiter even when it is the narrower prefix",
-			ops: []op{
-				{sync: claim("holder", 0, 1, "10.0.0.0/8"), want: []string{"Allocated holder 10.0.0.0/8"}},
-				{tick: time.Second, sync: claim("narrow", 30, 1, "10.0.0.0/24"), want: []string{"Unavailable narrow 10.0.0.0/24, 10.0.0.0/8 held by holder"}},
-				{tick: time.Second, sync: claim("wide", 1, 1, "10.0.0.0/16"), want: []string{"Unavailable wide 10.0.0.0/16, 10.0.0.0/8 held by holder"}},
-				{tick: time.Second, sync: claim("wider", 0, 1, "10.0.0.0/12"), want: []string{"Unavailable wider 10.0.0.0/12, 10.0.0.0/8 held by holder"}},
-				{tick: time.Second, forget: "holder", forgetUID: "holder-uid", want: []string{
-					"Released holder 10.0.0.0/8",
-					"Allocated narrow 10.0.0.0/24",
-					"Blocker wide 10.0.0.0/16, 10.0.0.0/24 held by narrow",
-					"Blocker wider 10.0.0.0/12, 10.0.0.0/24 held by narrow",
-				}},
-				{tick: time.Second, forget: "narrow", forgetUID: "narrow-uid", want: []string{
-					"Released narrow 10.0.0.0/24",
-					"Allocated wide 10.0.0.0/16",
-					"Blocker wider 10.0.0.0/12, 10.0.0.0/16 held by wide",
-				}},
-				{tick: time.Second, sync: claim("wide", 1, 2, "10.1.0.0/16"), want: []string{
-					"Released wide 10.0.0.0/16",
-					"Allocated wider 10.0.0.0/12",
-					"Unavailable wide 10.1.0.0/16, 10.0.0.0/12 held by wider",
-				}},
-			},
-			wantRecords: map[string]string{
-				"wide 10.1.0.0/16":  "Unavailable @6s, 10.0.0.0/12 held by wider",
-				"wider 10.0.0.0/12": "Allocated @6s",
-			},
-		},
-		{
-			name: "waiters of the same second are ordered by claim creation, then by name",
-			ops: []op{
-				{sync: claim("h", 0, 1, "10.0.0.0/16"), want: []string{"Allocated h 10.0.0.0/16"}},
-				// All three wait since @1s: since is kept to the second.
-				{tick: 1100 * time.Millisecond, sync: claim("c", 5, 1, "10.0.0.0/16"), want: []string{"Unavailable c 10.0.0.0/16, 10.0.0.0/16 held by h"}},
-				{tick: 300 * time.Millisecond, sync: claim("b", 5, 1, "10.0.0.0/16"), want: []string{"Unavailable b 10.0.0.0/16, 10.0.0.0/16 held by h"}},
-				{tick: 300 * time.Millisecond, sync: claim("z", 1, 1, "10.0.0.0/16"), want: []string{"Unavailable z 10.0.0.0/16, 10.0.0.0/16 held by h"}},
-				{tick: time.Second, forget: "h", forgetUID: "h-uid", want: []string{
-					"Released h 10.0.0.0/16",
-					"Allocated z 10.0.0.0/16",
-					"Blocker b 10.0.0.0/16, 10.0.0.0/16 held by z",
-					"Blocker c 10.0.0.0/16, 10.0.0.0/16 held by z",
-				}},
-				{tick: time.Second, forget: "z", forgetUID: "z-uid", want: []string{
-					"Released z 10.0.0.0/16",
-					"Allocated b 10.0.0.0/16",
-					"Blocker c 10.0.0.0/16, 10.0.0.0/16 held by b",
-				}},
-			},
-			wantRecords: map[string]string{
-				"b 10.0.0.0/16": "Allocated @3s",
-				"c 10.0.0.0/16": "Unavailable @1s, 10.0.0.0/16 held by b",
-			},
-		},
-		{
-			name: "a waiter of an earlier second goes first, whatever its creation",
-			ops: []op{
-				{sync: claim("h", 0, 1, "10.0.0.0/16"), want: []string{"Allocated h 10.0.0.0/16"}},
-				{tick: 900 * time.Millisecond, sync: claim("young", 60, 1, "10.0.0.0/16"), want: []string{"Unavailable young 10.0.0.0/16, 10.0.0.0/16 held by h"}},
-				{tick: 200 * time.Millisecond, sync: claim("old", 0, 1, "10.0.0.0/16"), want: []string{"Unavailable old 10.0.0.0/16, 10.0.0.0/16 held by h"}},
-				{tick: time.Second, forget: "h", forgetUID: "h-uid", want: []string{
-					"Released h 10.0.0.0/16",
-					"Allocated young 10.0.0.0/16",
-					"Blocker old 10.0.0.0/16, 10.0.0.0/16 held by young",
-				}},
-			},
-			wantRecords: map[string]string{
-				"young 10.0.0.0/16": "Allocated @2s",
-				"old 10.0.0.0/16":   "Unavailable @1s, 10.0.0.0/16 held by young",
-			},
-		},
-		{
-			name: "records of one claim are promoted in prefix order",
-			ops: []op{
-				{sync: claim("h", 0, 1, "10.0.0.0/8", "fd00::/8"), want: []string{"Allocated h 10.0.0.0/8", "Allocated h fd00::/8"}},
-				{sync: claim("w", 0, 1, "fd00:1::/32", "10.1.0.0/16", "10.0.0.0/16"), want: []string{
-					"Unavailable w fd00:1::/32, fd00::/8 held by h",
-					"Unavailable w 10.1.0.0/16, 10.0.0.0/8 held by h",
-					"Unavailable w 10.0.0.0/16, 10.0.0.0/8 held by h",
-				}},
-				{forget: "h", forgetUID: "h-uid", want: []string{
-					"Released h 10.0.0.0/8",
-					"Released h fd00::/8",
-					"Allocated w 10.0.0.0/16",
-					"Allocated w 10.1.0.0/16",
-					"Allocated w fd00:1::/32",
-				}},
-			},
-			wantRecords: map[string]string{
-				"w 10.0.0.0/16": "Allocated @0s",
-				"w 10.1.0.0/16": "Allocated @0s",
-				"w fd00:1::/32": "Allocated @0s",
-			},
-		},
-		{
-			name: "a release names the next blocker, and promotion reserves nothing for a waiter still blocked",
-			ops: []op{
-				{sync: claim("b", 0, 1, "10.1.0.0/16"), want: []string{"Allocated b 10.1.0.0/16"}},
-				{sync: claim("c", 0, 1, "10.2.0.0/16"), want: []string{"Allocated c 10.2.0.0/16"}},
-				{tick: time.Second, sync: claim("w1", 0, 1, "10.0.0.0/8"), want: []string{"Unavailable w1 10.0.0.0/8, 10.1.0.0/16 held by b"}},
-				{tick: time.Second, sync: claim("w2", 0, 1, "10.1.2.0/24"), want: []string{"Unavailable w2 10.1.2.0/24, 10.1.0.0/16 held by b"}},
-				{tick: time.Second, forget: "b", forgetUID: "b-uid", want: []string{
-					"Released b 10.1.0.0/16",
-					"Blocker w1 10.0.0.0/8, 10.2.0.0/16 held by c",
-					"Allocated w2 10.1.2.0/24",
-				}},
-				{tick: time.Second, forget: "c", forgetUID: "c-uid", want: []string{
-					"Released c 10.2.0.0/16",
-					"Blocker w1 10.0.0.0/8, 10.1.2.0/24 held by w2",
-				}},
-				{tick: time.Second, forget: "w2", forgetUID: "w2-uid", want: []string{
-					"Released w2 10.1.2.0/24",
-					"Allocated w1 10.0.0.0/8",
-				}},
-			},
-			wantRecords: map[string]string{
-				"w1 10.0.0.0/8": "Allocated @5s",
-			},
-		},
-		{
-			name: "a release that leaves the named blocker in place changes nothing",
-			ops: []op{
-				{sync: claim("b", 0, 1, "10.1.0.0/16"), want: []string{"Allocated b 10.1.0.0/16"}},
-				{sync: claim("c", 0, 1, "10.2.0.0/16"), want: []string{"Allocated c 10.2.0.0/16"}},
-				{tick: time.Second, sync: claim("w", 0, 1, "10.0.0.0/8"), want: []string{"Unavailable w 10.0.0.0/8, 10.1.0.0/16 held by b"}},
-				{tick: time.Second, forget: "c", forgetUID: "c-uid", want: []string{"Released c 10.2.0.0/16"}},
-			},
-			wantRecords: map[string]string{
-				"b 10.1.0.0/16": "Allocated @0s",
-				"w 10.0.0.0/8":  "Unavailable @1s, 10.1.0.0/16 held by b",
-			},
-		},
-		{
-			name: "removing a waiting record, or forgetting a claim that only waits, releases nothing",
-			ops: []op{
-				{sync: claim("a", 0, 1, "10.0.0.0/16"), want: []string{"Allocated a 10.0.0.0/16"}},
-				{sync: claim("b", 0, 1, "10.0.0.0/16"), want: []string{"Unavailable b 10.0.0.0/16, 10.0.0.0/16 held by a"}},
-				{sync: claim("c", 0, 1, "10.0.0.0/24"), want: []string{"Unavailable c 10.0.0.0/24, 10.0.0.0/16 held by a"}},
-				{sync: claim("b", 0, 2, "10.1.0.0/16"), want: []string{"Allocated b 10.1.0.0/16"}},
-				{forget: "c", forgetUID: "c-uid"},
-			},
-			wantRecords: map[string]string{
-				"a 10.0.0.0/16": "Allocated @0s",
-				"b 10.1.0.0/16": "Allocated @0s",
-			},
-		},
-		{
-			name: "an older or equal generation changes nothing",
-			ops: []op{
-				{sync: claim("a", 0, 2, "10.0.0.0/16"), want: []string{"Allocated a 10.0.0.0/16"}},
-				{tick: time.Second, sync: claim("a", 0, 1, "10.1.0.0/16")},
-				{tick: time.Second, sync: claim("a", 0, 2, "10.1.0.0/16")},
-				{tick: time.Second, sync: claim("a", 0, 3, "10.1.0.0/16"), want: []string{"Released a 10.0.0.0/16", "Allocated a 10.1.0.0/16"}},
-				{tick: time.Second, sync: claim("a", 0, 3, "10.2.0.0/16")},
-			},
-			wantRecords: map[string]string{
-				"a 10.1.0.0/16": "Allocated @3s",
-			},
-		},
-		{
-			name: "a new uid under the same name is a new claim, whatever its generation",
-			ops: []op{
-				{sync: withUID(claim("a", 0, 5, "10.0.0.0/16", "10.1.0.0/16"), "uid-1"), want: []string{"Allocated a 10.0.0.0/16", "Allocated a 10.1.0.0/16"}},
-				{tick: time.Second, sync: claim("b", 1, 1, "10.0.0.0/16"), want: []string{"Unavailable b 10.0.0.0/16, 10.0.0.0/16 held by a"}},
-				{tick: time.Second, sync: withUID(claim("a", 2, 1, "10.0.0.0/16", "10.2.0.0/16"), "uid-2"), want: []string{
-					"Released a 10.0.0.0/16",
-					"Released a 10.1.0.0/16",
-					"Allocated b 10.0.0.0/16",
-					"Unavailable a 10.0.0.0/16, 10.0.0.0/16 held by b",
-					"Allocated a 10.2.0.0/16",
-				}},
-				// A late deletion of the old claim is ignored.
-				{tick: time.Second, forget: "a", forgetUID: "uid-1"},
-			},
-			wantRecords: map[string]string{
-				"a 10.0.0.0/16": "Unavailable @2s, 10.0.0.0/16 held by b",
-				"a 10.2.0.0/16": "Allocated @2s",
-				"b 10.0.0.0/16": "Allocated @2s",
-			},
-		},
-		{
-			name: "forget ignores unknown claims and other uids; an empty uid forgets whatever claim has the name",
-			ops: []op{
-				{sync: claim("a", 0, 1, "10.0.0.0/16"), want: []string{"Allocated a 10.0.0.0/16"}},
-				{sync: claim("b", 0, 1, "10.0.0.0/16"), want: []string{"Unavailable b 10.0.0.0/16, 10.0.0.0/16 held by a"}},
-				{forget: "nope", forgetUID: "nope-uid"},
-				{forget: "a", forgetUID: "other-uid"},
-				{tick: time.Second, forget: "a", want: []string{"Released a 10.0.0.0/16", "Allocated b 10.0.0.0/16"}},
-				{forget: "a", forgetUID: "a-uid"},
-			},
-			wantRecords: map[string]string{
-				"b 10.0.0.0/16": "Allocated @1s",
-			},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			clock := newFakeClock()
-			l := newLedger(clock.now)
-			runOps(t, l, clock, tc.ops)
-			checkRecords(t, l, tc.wantRecords)
-		})
+	if got, want := state(restored), state(l); !maps.Equal(got, want) {
+		t.Errorf("the restored ledger differs (-restored +before):\n%s", diff.Diff(got, want))
 	}
 }
 
 func TestLedgerRestore(t *testing.T) {
-	const restoreAt = 100 // the clock's seconds at restore
-	tests := []struct {
-		name   string
-		before []op // on the ledger, before it is restored
-		claims []claimSpec
-		// want is what restore reports.
-		want        []string
-		wantRecords map[string]string
-		// after runs on the restored ledger.
-		after            []op
-		wantRecordsAfter map[string]string
-	}{
-		{
-			name: "nothing to restore",
-		},
-		{
-			name: "recorded allocations stand, even against a claim created earlier",
-			claims: []claimSpec{
-				withStatus(claim("old", 0, 1, "10.0.0.0/8"), map[string]recordedStatus{"10.0.0.0/8": unavailableAt(10)}),
-				withStatus(claim("young", 5, 1, "10.1.0.0/16"), map[string]recordedStatus{"10.1.0.0/16": allocatedAt(12)}),
-				withStatus(claim("older", -5, 2, "10.1.2.0/24", "10.2.0.0/16"), map[string]recordedStatus{"10.1.2.0/24": unavailableAt(20)}),
-			},
-			// Only news is reported: old and older's first record were
-			// recorded Unavailable and still are.
-			want: []string{"Allocated older 10.2.0.0/16"},
-			wantRecords: map[string]string{
-				"old 10.0.0.0/8":    "Unavailable @10s, 10.1.0.0/16 held by young",
-				"young 10.1.0.0/16": "Allocated @12s",
-				"older 10.1.2.0/24": "Unavailable @20s, 10.1.0.0/16 held by young",
-				"older 10.2.0.0/16": "Allocated @100s",
-			},
-		},
-		{
-			name: "records without status are decided, and reported, even when unavailable",
-			claims: []claimSpec{
-				claim("old", 0, 1, "10.0.0.0/8"),
-				withStatus(claim("young", 5, 1, "10.1.0.0/16"), map[string]recordedStatus{"10.1.0.0/16": allocatedAt(12)}),
-			},
-			want: []string{"Unavailable old 10.0.0.0/8, 10.1.0.0/16 held by young"},
-			wantRecords: map[string]string{
-				"old 10.0.0.0/8":    "Unavailable @100s, 10.1.0.0/16 held by young",
-				"young 10.1.0.0/16": "Allocated @12s",
-			},
-		},
-		{
-			name: "records that waited go before undecided ones, even when a past leader's clock ran ahead",
-			claims: []claimSpec{
-				claim("undecided", 0, 1, "10.0.0.0/24"),
-				withStatus(claim("waiter", 5, 1, "10.0.0.0/16"), map[string]recordedStatus{"10.0.0.0/16": unavailableAt(200)}),
-			},
-			want: []string{"Allocated waiter 10.0.0.0/16", "Unavailable undecided 10.0.0.0/24, 10.0.0.0/16 held by waiter"},
-			wantRecords: map[string]string{
-				"undecided 10.0.0.0/24": "Unavailable @100s, 10.0.0.0/16 held by waiter",
-				"waiter 10.0.0.0/16":    "Allocated @100s",
-			},
-		},
-		{
-			name: "overlapping recorded allocations: the earlier date stands, the other is decided again",
-			claims: []claimSpec{
-				withStatus(claim("a", 0, 1, "10.0.0.0/8"), map[string]recordedStatus{"10.0.0.0/8": allocatedAt(10)}),
-				withStatus(claim("b", 5, 1, "10.1.0.0/16"), map[string]recordedStatus{"10.1.0.0/16": allocatedAt(7)}),
-			},
-			want: []string{"Unavailable a 10.0.0.0/8, 10.1.0.0/16 held by b"},
-			wantRecords: map[string]string{
-				"a 10.0.0.0/8":  "Unavailable @100s, 10.1.0.0/16 held by b",
-				"b 10.1.0.0/16": "Allocated @7s",
-			},
-		},
-		{
-			name: "overlapping recorded allocations of the same date: the older claim stands",
-			claims: []claimSpec{
-				withStatus(claim("a", 1, 1, "fd00::/8"), map[string]recordedStatus{"fd00::/8": allocatedAt(7)}),
-				withStatus(claim("b", 0, 1, "fd00:10:96::/112"), map[string]recordedStatus{"fd00:10:96::/112": allocatedAt(7)}),
-			},
-			want: []string{"Unavailable a fd00::/8, fd00:10:96::/112 held by b"},
-			wantRecords: map[string]string{
-				"a fd00::/8":         "Unavailable @100s, fd00:10:96::/112 held by b",
-				"b fd00:10:96::/112": "Allocated @7s",
-			},
-		},
-		{
-			name: "overlapping recorded allocations of the same date and creation: by name",
-			claims: []claimSpec{
-				withStatus(claim("b", 0, 1, "10.0.0.0/16"), map[string]recordedStatus{"10.0.0.0/16": allocatedAt(7)}),
-				withStatus(claim("a", 0, 1, "10.0.0.0/16"), map[string]recordedStatus{"10.0.0.0/16": allocatedAt(7)}),
-			},
-			want: []string{"Unavailable b 10.0.0.0/16, 10.0.0.0/16 held by a"},
-			wantRecords: map[string]string{
-				"a 10.0.0.0/16": "Allocated @7s",
-				"b 10.0.0.0/16": "Unavailable @100s, 10.0.0.0/16 held by a",
-			},
-		},
-		{
-			name: "waiting records are promoted by recorded date, then undecided ones are decided",
-			claims: []claimSpec{
-				claim("undecided", -10, 1, "10.0.0.0/16"),
-				withStatus(claim("later", 3, 1, "10.0.0.0/16"), map[string]recordedStatus{"10.0.0.0/16": unavailableAt(5)}),
-				withStatus(claim("earlier", 4, 1, "10.0.0.0/16"), map[string]recordedStatus{"10.0.0.0/16": unavailableAt(2)}),
-			},
-			// later still waits, as recorded: no news.
-			want: []string{
-				"Allocated earlier 10.0.0.0/16",
-				"Unavailable undecided 10.0.0.0/16, 10.0.0.0/16 held by earlier",
-			},
-			wantRecords: map[string]string{
-				"earlier 10.0.0.0/16":   "Allocated @100s",
-				"later 10.0.0.0/16":     "Unavailable @5s, 10.0.0.0/16 held by earlier",
-				"undecided 10.0.0.0/16": "Unavailable @100s, 10.0.0.0/16 held by earlier",
-			},
-			after: []op{
-				{tick: time.Second, forget: "earlier", forgetUID: "earlier-uid", want: []string{
-					"Released earlier 10.0.0.0/16",
-					"Allocated later 10.0.0.0/16",
-					"Blocker undecided 10.0.0.0/16, 10.0.0.0/16 held by later",
-				}},
-			},
-			wantRecordsAfter: map[string]string{
-				"later 10.0.0.0/16":     "Allocated @101s",
-				"undecided 10.0.0.0/16": "Unavailable @100s, 10.0.0.0/16 held by later",
-			},
-		},
-		{
-			name: "undecided records are decided by claim creation, then name",
-			claims: []claimSpec{
-				claim("c", 2, 1, "10.0.0.0/16"),
-				claim("b", 2, 1, "10.0.0.0/16"),
-				claim("a", 3, 1, "10.0.0.0/16"),
-			},
-			want: []string{
-				"Allocated b 10.0.0.0/16",
-				"Unavailable c 10.0.0.0/16, 10.0.0.0/16 held by b",
-				"Unavailable a 10.0.0.0/16, 10.0.0.0/16 held by b",
-			},
-			wantRecords: map[string]string{
-				"a 10.0.0.0/16": "Unavailable @100s, 10.0.0.0/16 held by b",
-				"b 10.0.0.0/16": "Allocated @100s",
-				"c 10.0.0.0/16": "Unavailable @100s, 10.0.0.0/16 held by b",
-			},
-		},
-		{
-			name: "an allocation decided again waits from now, after recorded waiters",
-			claims: []claimSpec{
-				withStatus(claim("a", 0, 1, "10.0.0.0/8"), map[string]recordedStatus{"10.0.0.0/8": allocatedAt(10)}),
-				withStatus(claim("b", 5, 1, "10.0.0.0/16"), map[string]recordedStatus{"10.0.0.0/16": allocatedAt(7)}),
-				withStatus(claim("c", 9, 1, "10.0.0.0/12"), map[string]recordedStatus{"10.0.0.0/12": unavailableAt(8)}),
-			},
-			want: []string{"Unavailable a 10.0.0.0/8, 10.0.0.0/16 held by b"},
-			wantRecords: map[string]string{
-				"a 10.0.0.0/8":  "Unavailable @100s, 10.0.0.0/16 held by b",
-				"b 10.0.0.0/16": "Allocated @7s",
-				"c 10.0.0.0/12": "Unavailable @8s, 10.0.0.0/16 held by b",
-			},
-			after: []op{
-				{tick: time.Second, forget: "b", forgetUID: "b-uid", want: []string{
-					"Released b 10.0.0.0/16",
-					"Allocated c 10.0.0.0/12",
-					"Blocker a 10.0.0.0/8, 10.0.0.0/12 held by c",
-				}},
-			},
-			wantRecordsAfter: map[string]string{
-				"a 10.0.0.0/8":  "Unavailable @100s, 10.0.0.0/12 held by c",
-				"c 10.0.0.0/12": "Allocated @101s",
-			},
-		},
-		{
-			name: "status of prefixes no longer in spec is ignored",
-			claims: []claimSpec{
-				withStatus(claim("a", 0, 2, "10.1.0.0/16"), map[string]recordedStatus{"10.0.0.0/16": allocatedAt(1)}),
-				claim("b", 1, 1, "10.0.0.0/16"),
-			},
-			want: []string{"Allocated a 10.1.0.0/16", "Allocated b 10.0.0.0/16"},
-			wantRecords: map[string]string{
-				"a 10.1.0.0/16": "Allocated @100s",
-				"b 10.0.0.0/16": "Allocated @100s",
-			},
-		},
-		{
-			name: "restore replaces what the ledger had, and keeps the claims' generations",
-			before: []op{
-				{sync: claim("gone", 0, 1, "10.0.0.0/8"), want: []string{"Allocated gone 10.0.0.0/8"}},
-				{sync: claim("a", 0, 1, "10.1.0.0/16"), want: []string{"Unavailable a 10.1.0.0/16, 10.0.0.0/8 held by gone"}},
-			},
-			claims: []claimSpec{
-				withStatus(claim("a", 0, 3, "10.1.0.0/16"), map[string]recordedStatus{"10.1.0.0/16": allocatedAt(50)}),
-			},
-			wantRecords: map[string]string{
-				"a 10.1.0.0/16": "Allocated @50s",
-			},
-			after: []op{
-				{tick: time.Second, sync: claim("a", 0, 3, "10.2.0.0/16")},
-				{tick: time.Second, sync: claim("a", 0, 4, "10.1.0.0/16", "10.2.0.0/16"), want: []string{"Allocated a 10.2.0.0/16"}},
-				{tick: time.Second, forget: "gone", forgetUID: "gone-uid"},
-			},
-			wantRecordsAfter: map[string]string{
-				"a 10.1.0.0/16": "Allocated @50s",
-				"a 10.2.0.0/16": "Allocated @102s",
-			},
-		},
+	l := testLedger()
+	l.restore([]claimSpec{
+		// Written before the order was recorded: waits ahead of others.
+		func() claimSpec {
+			s := spec("legacy", 50, exact("10.0.0.0/24"))
+			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.0.0.0/24")}: {date: t0, reason: reasonConflict}}
+			return s
+		}(),
+		func() claimSpec {
+			s := spec("holder", 40, exact("10.0.0.0/16"))
+			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.0.0.0/16")}: {allocated: true, prefix: netip.MustParsePrefix("10.0.0.0/16"), seq: 40}}
+			return s
+		}(),
+		func() claimSpec {
+			s := spec("newer", 60, exact("10.0.0.0/20"))
+			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.0.0.0/20")}: {seq: 7, reason: reasonConflict, conflict: holding{"holder", netip.MustParsePrefix("10.0.0.0/16")}}}
+			return s
+		}(),
+		// A pool record keeps the prefix its status records.
+		func() claimSpec {
+			s := spec("org", 1, exact("10.8.0.0/13").delegable())
+			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.8.0.0/13")}: {allocated: true, prefix: netip.MustParsePrefix("10.8.0.0/13"), seq: 1}}
+			return s
+		}(),
+		func() claimSpec {
+			s := spec("p", 2, pool("pods", "org", 16))
+			s.recorded = map[recordKey]recordedStatus{{name: "pods"}: {allocated: true, prefix: netip.MustParsePrefix("10.12.0.0/16"), seq: 2, parentClaim: "org"}}
+			return s
+		}(),
+	})
+	want := map[string]string{
+		"legacy/10.0.0.0/24": "Conflict: overlaps 10.0.0.0/16 held by NetworkClaim holder",
+		"holder/10.0.0.0/16": "Allocated 10.0.0.0/16",
+		"newer/10.0.0.0/20":  "Conflict: overlaps 10.0.0.0/16 held by NetworkClaim holder",
+		"org/10.8.0.0/13":    "Allocated 10.8.0.0/13",
+		"p/pods":             "Allocated 10.12.0.0/16 (from org 10.8.0.0/13)",
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			clock := newFakeClock()
-			l := newLedger(clock.now)
-			runOps(t, l, clock, tc.before)
-			clock.t = at(restoreAt)
-			if got := formatChanges(l.restore(tc.claims)); !slices.Equal(got, tc.want) && (len(got) != 0 || len(tc.want) != 0) {
-				t.Errorf("restore: unexpected changes (-got +want):\n%s", diff.Diff(got, tc.want))
+	if got := state(l); !maps.Equal(got, want) {
+		t.Fatalf("unexpected restored ledger (-got +want):\n%s", diff.Diff(got, want))
+	}
+	// The legacy record (no order recorded) goes first, although newer's
+	// order (7) is lower than the holder's own.
+	changes := l.forget("holder", "")
+	if got := formatChanges(changes); !slices.Equal(got, []string{"Released holder/10.0.0.0/16", "Allocated legacy/10.0.0.0/24", "Blocker newer/10.0.0.0/20"}) {
+		t.Errorf("changes on release: %q", got)
+	}
+}
+
+func formatChanges(changes []change) []string {
+	var out []string
+	for _, c := range changes {
+		out = append(out, fmt.Sprintf("%s %s/%s", c.kind, c.claim, c.key))
+	}
+	return out
+}
+
+// TestLedgerRandomHistories plays random histories of claims with exact,
+// delegable, sub-prefix and pool records, nested, on a small address space
+// where they collide often, and checks after every step what the ledger
+// promises: allocations overlap only within a delegation chain; every
+// waiting record truly waits (nothing it asks for is free); pool records
+// got the lowest free prefix; allocations are sticky; a restore from
+// status changes nothing.
+func TestLedgerRandomHistories(t *testing.T) {
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 12))
+		l := testLedger()
+		var rv uint64
+		names := []string{"a", "b", "c", "d", "e", "f"}
+		var history []string
+		for i := range 40 {
+			before := heldBy(l)
+			name := names[r.IntN(len(names))]
+			var desc string
+			var changes []change
+			if r.IntN(5) == 0 {
+				desc = "forget " + name
+				changes = l.forget(name, "")
+			} else {
+				rv++
+				s := spec(name, rv, randomRecords(r, name, names)...)
+				if e, ok := l.claims[name]; ok {
+					s.generation = e.generation + 1
+				}
+				desc = fmt.Sprintf("sync %s %v", name, s.records)
+				changes = l.sync(s)
 			}
-			checkRecords(t, l, tc.wantRecords)
-			if tc.after == nil {
+			where := fmt.Sprintf("seed %d step %d (%s)", seed, i, desc)
+			history = append(history, fmt.Sprintf("%s → %q", desc, formatChanges(changes)))
+			checkLedger(t, where, l, before, changes)
+			if t.Failed() {
+				t.Logf("history:\n%s", strings.Join(history, "\n"))
 				return
 			}
-			runOps(t, l, clock, tc.after)
-			checkRecords(t, l, tc.wantRecordsAfter)
-		})
-	}
-}
-
-func TestLedgerCounts(t *testing.T) {
-	clock := newFakeClock()
-	l := newLedger(clock.now)
-	check := func(wantAllocated, wantWaiting int) {
-		t.Helper()
-		if allocated, waiting := l.counts(); allocated != wantAllocated || waiting != wantWaiting {
-			t.Errorf("counts() = (%d, %d), want (%d, %d)", allocated, waiting, wantAllocated, wantWaiting)
 		}
 	}
-	check(0, 0)
-	l.sync(claim("a", 0, 1, "10.0.0.0/8", "fd00::/8"))
-	check(2, 0)
-	l.sync(claim("b", 0, 1, "10.0.0.0/8", "10.1.0.0/16", "192.168.0.0/16"))
-	check(3, 2)
-	l.sync(claim("c", 0, 1, "10.0.0.0/8"))
-	check(3, 3) // two waiting for the same prefix count twice
-	l.forget("a", "a-uid")
-	// b, the first by name among waiters of the same second and creation,
-	// gets 10.0.0.0/8 and 10.1.0.0/16; c still waits.
-	check(3, 1)
-	l.sync(claim("b", 0, 2, "192.168.0.0/16"))
-	check(2, 0)
-	l.restore(nil)
-	check(0, 0)
 }
 
-func TestLedgerRecords(t *testing.T) {
-	clock := newFakeClock()
-	l := newLedger(clock.now)
-	p, q := netip.MustParsePrefix("10.0.0.0/16"), netip.MustParsePrefix("10.1.0.0/16")
-
-	if _, _, ok := l.records("a", "a-uid"); ok {
-		t.Errorf("records of an unknown claim: ok")
-	}
-	clock.step(1500 * time.Millisecond)
-	l.sync(claim("a", 0, 3, "10.0.0.0/16"))
-	seen := clock.now()
-	generation, records, ok := l.records("a", "a-uid")
-	if !ok || generation != 3 {
-		t.Fatalf("records(a) = generation %d, ok %v; want 3, true", generation, ok)
-	}
-	want := map[netip.Prefix]decision{p: {allocated: true, since: at(1), observed: seen}}
-	if !maps.Equal(records, want) {
-		t.Errorf("records(a) = %v, want %v", records, want)
-	}
-	if _, _, ok := l.records("a", "other-uid"); ok {
-		t.Errorf("records of another uid: ok")
-	}
-	// records returns a copy.
-	records[p] = decision{}
-	delete(records, p)
-	if _, records, _ := l.records("a", "a-uid"); !records[p].allocated {
-		t.Errorf("changing what records returned changed the ledger")
-	}
-
-	// recorded clears the observation times of a generation once.
-	if got := l.recorded("a", 2); got != nil {
-		t.Errorf("recorded(a, 2) = %v, want nothing: the ledger is at generation 3", got)
-	}
-	if got := l.recorded("nope", 3); got != nil {
-		t.Errorf("recorded(nope, 3) = %v, want nothing", got)
-	}
-	if got := l.recorded("a", 3); !slices.Equal(got, []time.Time{seen}) {
-		t.Errorf("recorded(a, 3) = %v, want [%v]", got, seen)
-	}
-	if got := l.recorded("a", 3); got != nil {
-		t.Errorf("recorded(a, 3) again = %v, want nothing", got)
-	}
-	if _, records, _ := l.records("a", "a-uid"); !records[p].observed.IsZero() {
-		t.Errorf("observed = %v after recorded, want zero", records[p].observed)
-	}
-
-	// Only new records are observed; a promotion is not a new observation.
-	clock.step(time.Second)
-	l.sync(claim("b", 0, 1, "10.0.0.0/16"))
-	seenB := clock.now()
-	clock.step(time.Second)
-	l.sync(claim("a", 0, 4, "10.1.0.0/16"))
-	seenQ := clock.now()
-	if got := l.recorded("a", 4); !slices.Equal(got, []time.Time{seenQ}) {
-		t.Errorf("recorded(a, 4) = %v, want [%v]", got, seenQ)
-	}
-	if got := l.recorded("b", 1); !slices.Equal(got, []time.Time{seenB}) {
-		t.Errorf("recorded(b, 1) = %v, want [%v]: the time b's record was first seen", got, seenB)
-	}
-	_, records, _ = l.records("a", "a-uid")
-	if d := records[q]; !d.allocated || !d.since.Equal(at(3)) {
-		t.Errorf("records(a)[%s] = %+v, want allocated since %v", q, d, at(3))
-	}
-
-	// After restore only undecided records are observed, from restore.
-	clock.step(time.Second)
-	restored := clock.now()
-	l.restore([]claimSpec{
-		withStatus(claim("a", 0, 4, "10.1.0.0/16"), map[string]recordedStatus{"10.1.0.0/16": allocatedAt(3)}),
-		withStatus(claim("b", 0, 1, "10.0.0.0/16"), map[string]recordedStatus{"10.0.0.0/16": allocatedAt(3)}),
-		claim("c", 0, 1, "10.2.0.0/16"),
-	})
-	for _, name := range []string{"a", "b"} {
-		if got := l.recorded(name, map[string]int64{"a": 4, "b": 1}[name]); got != nil {
-			t.Errorf("recorded(%s) after restore = %v, want nothing", name, got)
+func randomRecords(r *rand.Rand, self string, names []string) []recordSpec {
+	var out []recordSpec
+	used := map[recordKey]bool{}
+	var exacts []netip.Prefix
+	for range 1 + r.IntN(3) {
+		var rs recordSpec
+		from := names[r.IntN(len(names))]
+		if from == self {
+			from = ""
 		}
-	}
-	if got := l.recorded("c", 1); !slices.Equal(got, []time.Time{restored}) {
-		t.Errorf("recorded(c, 1) after restore = %v, want [%v]", got, restored)
-	}
-}
-
-// The property tests replay random histories of a few claims over a small
-// pool of nested IPv4 and IPv6 prefixes.
-
-var prefixPool = []netip.Prefix{
-	netip.MustParsePrefix("10.0.0.0/8"),
-	netip.MustParsePrefix("10.0.0.0/16"),
-	netip.MustParsePrefix("10.1.0.0/16"),
-	netip.MustParsePrefix("10.0.0.0/24"),
-	netip.MustParsePrefix("10.0.1.0/24"),
-	netip.MustParsePrefix("10.1.2.0/24"),
-	netip.MustParsePrefix("10.1.2.128/25"),
-	netip.MustParsePrefix("192.168.0.0/16"),
-	netip.MustParsePrefix("fd00::/8"),
-	netip.MustParsePrefix("fd00:1::/32"),
-	netip.MustParsePrefix("fd00:1:2::/48"),
-	netip.MustParsePrefix("fd00:2::/32"),
-}
-
-// event is one step of a random history; restart rebuilds the ledger from
-// the status the previous one would have written, as a new leader does.
-type event struct {
-	op      op
-	restart bool
-}
-
-func (e event) String() string {
-	if e.restart {
-		return fmt.Sprintf("restart after %v", e.op.tick)
-	}
-	return fmt.Sprintf("%v after %v", e.op, e.op.tick)
-}
-
-// randomHistory makes n events over a few claims: mostly new generations,
-// some stale or repeated ones, recreations under a new uid, deletions
-// (some late, of an older uid) and restarts.
-func randomHistory(r *rand.Rand, n int) []event {
-	type known struct {
-		uid        types.UID
-		created    int
-		generation int64
-	}
-	names := []string{"a", "b", "c", "d", "e", "f"}
-	claims := map[string]*known{}
-	uids := 0
-	ticks := []time.Duration{0, 0, 300 * time.Millisecond, 700 * time.Millisecond, time.Second, 2500 * time.Millisecond}
-	var elapsed time.Duration
-	var history []event
-	for range n {
-		tick := ticks[r.IntN(len(ticks))]
-		elapsed += tick
-		name := names[r.IntN(len(names))]
-		k := claims[name]
-		switch x := r.IntN(100); {
-		case x < 5:
-			history = append(history, event{op: op{tick: tick}, restart: true})
-		case x < 25 && k != nil:
-			uid := k.uid
-			switch r.IntN(10) {
-			case 0:
-				uid = "stale"
-			case 1:
-				uid = ""
-			}
-			history = append(history, event{op: op{tick: tick, forget: name, forgetUID: uid}})
-			if uid != "stale" {
-				delete(claims, name)
-			}
+		switch k := r.IntN(4); {
+		case k == 0 && from != "":
+			rs = pool(fmt.Sprintf("p%d", len(out)), from, 26+r.IntN(5))
 		default:
-			if k == nil || r.IntN(15) == 0 {
-				uids++
-				// Created at a whole second up to 2 s ago, so that claims
-				// often share a creation time.
-				k = &known{uid: types.UID(fmt.Sprintf("uid-%d", uids)), created: int(elapsed/time.Second) - r.IntN(3), generation: int64(r.IntN(3))}
-				claims[name] = k
+			bits := 24 + r.IntN(7)
+			p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(r.IntN(256))}), bits).Masked()
+			if slices.ContainsFunc(exacts, p.Overlaps) {
+				continue
 			}
-			switch r.IntN(10) {
-			case 0: // stale or repeated
-				k.generation -= int64(r.IntN(2))
-			default:
-				k.generation++
-			}
-			var prefixes []string
-			for _, i := range r.Perm(len(prefixPool))[:1+r.IntN(4)] {
-				prefixes = append(prefixes, prefixPool[i].String())
-			}
-			s := withUID(claim(name, k.created, k.generation, prefixes...), k.uid)
-			history = append(history, event{op: op{tick: tick, sync: s}})
-		}
-	}
-	return history
-}
-
-// statusOf is the claims as the controller would have stored them: spec
-// and recorded decisions.
-func statusOf(l *ledger) []claimSpec {
-	var claims []claimSpec
-	for _, name := range slices.Sorted(maps.Keys(l.claims)) {
-		e := l.claims[name]
-		s := claimSpec{name: name, uid: e.uid, created: e.created, generation: e.generation, recorded: map[netip.Prefix]recordedStatus{}}
-		for _, p := range sortedPrefixes(e.records) {
-			d := e.records[p]
-			s.prefixes = append(s.prefixes, p)
-			s.recorded[p] = recordedStatus{allocated: d.allocated, date: d.since, holder: d.holder, holderPrefix: d.holderPrefix}
-		}
-		claims = append(claims, s)
-	}
-	return claims
-}
-
-// play runs a history on a fresh ledger, checking the ledger's invariants
-// and comparing it with model after every event; it returns every event's
-// changes and the records after each event.
-func play(t *testing.T, history []event) (changes [][]string, records []map[string]string) {
-	t.Helper()
-	clock := newFakeClock()
-	l := newLedger(clock.now)
-	m := &model{claims: map[string]*modelClaim{}}
-	for i, e := range history {
-		before := allocations(l)
-		var got []change
-		if e.restart {
-			clock.step(e.op.tick)
-			status := statusOf(l)
-			recordsBefore := withoutObserved(fullRecords(l))
-			l = newLedger(clock.now)
-			got = l.restore(status)
-			// Status the ledger wrote is consistent: rebuilding from it
-			// decides nothing anew, and names the same holders.
-			if len(got) != 0 {
-				t.Errorf("event %d %v: restore from consistent status made changes %v", i, e, formatChanges(got))
-			}
-			if after := withoutObserved(fullRecords(l)); !maps.Equal(after, recordsBefore) {
-				t.Errorf("event %d %v: restore from consistent status changed records:\nbefore %v\nafter  %v", i, e, recordsBefore, after)
-			}
-		} else {
-			got = e.op.apply(l, clock)
-			if e.op.forget != "" {
-				m.forget(e.op.forget, e.op.forgetUID, clock.now())
-			} else {
-				m.sync(e.op.sync, clock.now())
+			exacts = append(exacts, p)
+			rs = exact(p.String())
+			if k == 1 {
+				rs.req.from = from
 			}
 		}
-		checkInvariants(t, fmt.Sprintf("event %d %v", i, e), l, m, before)
-		if t.Failed() {
-			t.Fatalf("history so far:\n%s", formatHistory(history[:i+1]))
+		if r.IntN(2) == 0 {
+			rs = rs.delegable()
 		}
-		changes = append(changes, formatChanges(got))
-		records = append(records, fullRecords(l))
-	}
-	return changes, records
-}
-
-// withoutObserved drops the observation times, which restore does not
-// keep: they only feed the latency metric.
-func withoutObserved(records map[string]string) map[string]string {
-	out := make(map[string]string, len(records))
-	for k, v := range records {
-		v, _, _ = strings.Cut(v, " observed=")
-		out[k] = v
-	}
-	return out
-}
-
-func formatHistory(history []event) string {
-	var b strings.Builder
-	for i, e := range history {
-		fmt.Fprintf(&b, "%3d %v\n", i, e)
-	}
-	return b.String()
-}
-
-// allocations is, by claim uid and prefix, the dates of allocated records.
-func allocations(l *ledger) map[string]time.Time {
-	out := map[string]time.Time{}
-	for name, e := range l.claims {
-		for p, d := range e.records {
-			if d.allocated {
-				out[fmt.Sprintf("%s/%s %s", name, e.uid, p)] = d.since
-			}
+		if !used[rs.key] {
+			used[rs.key] = true
+			out = append(out, rs)
 		}
 	}
 	return out
 }
 
-// fullRecords is every field of every record, for comparing replays.
-func fullRecords(l *ledger) map[string]string {
-	out := map[string]string{}
-	for name, e := range l.claims {
-		generation, records, _ := l.records(name, e.uid)
-		for p, d := range records {
-			out[fmt.Sprintf("%s/%s/%d %s", name, e.uid, generation, p)] = fmt.Sprintf("%s observed=%v", formatDecision(d), d.observed)
-		}
+// heldBy maps each allocated record to its prefix.
+func heldBy(l *ledger) map[*record]netip.Prefix {
+	out := map[*record]netip.Prefix{}
+	for p, r := range l.held.All() {
+		out[r] = p
 	}
 	return out
 }
 
-func checkInvariants(t *testing.T, what string, l *ledger, m *model, before map[string]time.Time) {
-	t.Helper()
-	type rec struct {
-		claim  string
-		prefix netip.Prefix
-		d      decision
-	}
-	var all []rec
-	byClaim := map[string]map[netip.Prefix]decision{}
-	for name, e := range l.claims {
-		_, records, ok := l.records(name, e.uid)
-		if !ok {
-			t.Fatalf("%s: records(%s, %s) does not know a claim the ledger holds", what, name, e.uid)
-		}
-		byClaim[name] = records
-		for p, d := range records {
-			all = append(all, rec{name, p, d})
-		}
-	}
-	var allocated, waiting int
-	for i, a := range all {
-		if !a.d.allocated {
-			waiting++
-			// A waiting record names an allocation of another claim that
-			// overlaps it.
-			h, ok := byClaim[a.d.holder][a.d.holderPrefix]
-			if a.d.holder == a.claim || !ok || !h.allocated || !a.d.holderPrefix.Overlaps(a.prefix) {
-				t.Errorf("%s: %s %s waits for %s held by %s, which is not an overlapping allocation of another claim", what, a.claim, a.prefix, a.d.holderPrefix, a.d.holder)
-			}
-			continue
-		}
-		allocated++
-		for _, b := range all[i+1:] {
-			if b.d.allocated && b.claim != a.claim && a.prefix.Overlaps(b.prefix) {
-				t.Errorf("%s: %s %s and %s %s are both allocated", what, a.claim, a.prefix, b.claim, b.prefix)
-			}
-		}
-	}
-	if gotAllocated, gotWaiting := l.counts(); gotAllocated != allocated || gotWaiting != waiting {
-		t.Errorf("%s: counts() = (%d, %d), want (%d, %d)", what, gotAllocated, gotWaiting, allocated, waiting)
-	}
-	// Sticky: what was allocated and is still in the spec of the same
-	// claim still is, since the same date.
-	for _, a := range all {
-		k := fmt.Sprintf("%s/%s %s", a.claim, l.claims[a.claim].uid, a.prefix)
-		if since, ok := before[k]; ok && (!a.d.allocated || !a.d.since.Equal(since)) {
-			t.Errorf("%s: %s was allocated since %v and is now %s", what, k, offset(since), formatDecision(a.d))
-		}
-	}
-	// The ledger decides as the rules, applied naively, do.
-	if got, want := decisions(l), m.decisions(); !maps.Equal(got, want) {
-		t.Errorf("%s: the ledger differs from the model (-ledger +model):\n%s", what, diff.Diff(got, want))
-	}
+// related reports whether a descends from b or b from a, by a walk of the
+// delegation chain written for the test: the parent of x is the held
+// delegable record of claim x.from that contains x.
+func related(held map[*record]netip.Prefix, a, b *record) bool {
+	return descends(held, a, b) || descends(held, b, a)
 }
 
-// decisions is every record as "<claim>/<uid>/<generation> <prefix>" to its
-// status and date.
-func decisions(l *ledger) map[string]string {
-	out := map[string]string{}
-	for name, e := range l.claims {
-		for p, d := range e.records {
-			out[fmt.Sprintf("%s/%s/%d %s", name, e.uid, e.generation, p)] = fmt.Sprintf("allocated=%v @%s", d.allocated, offset(d.since))
+func descends(held map[*record]netip.Prefix, x, anc *record) bool {
+	for range 20 {
+		parent := parentOf(held, x)
+		if parent == nil {
+			return false
 		}
-	}
-	return out
-}
-
-// model applies the rules as plainly as they are written: after anything
-// is released, every waiting record, first come first served, is
-// allocated if nothing of another claim overlaps it.
-type model struct {
-	claims map[string]*modelClaim
-}
-
-type modelClaim struct {
-	uid        types.UID
-	created    time.Time
-	generation int64
-	records    map[netip.Prefix]*modelRecord
-}
-
-type modelRecord struct {
-	allocated bool
-	since     time.Time
-}
-
-func (m *model) blocked(name string, p netip.Prefix) bool {
-	for other, c := range m.claims {
-		if other == name {
-			continue
+		if parent == anc {
+			return true
 		}
-		for q, r := range c.records {
-			if r.allocated && q.Overlaps(p) {
-				return true
-			}
-		}
+		x = parent
 	}
 	return false
 }
 
-func (m *model) promoteAll(now time.Time) {
-	type waiter struct {
-		name string
-		p    netip.Prefix
+// parentOf is the held record of claim x.from that contains x, the least
+// specific, as the ledger picks.
+func parentOf(held map[*record]netip.Prefix, x *record) *record {
+	var parent *record
+	xp := held[x]
+	if !xp.IsValid() {
+		xp = x.prefix
 	}
-	var waiters []waiter
-	for name, c := range m.claims {
-		for p, r := range c.records {
-			if !r.allocated {
-				waiters = append(waiters, waiter{name, p})
+	for h, p := range held {
+		if h != x && h.claim == x.req.from && p.Bits() < xp.Bits() && p.Contains(xp.Addr()) &&
+			(!x.req.pool.IsValid() || x.req.pool == p) && (parent == nil || p.Bits() < held[parent].Bits()) {
+			parent = h
+		}
+	}
+	return parent
+}
+
+// orphanIn reports whether x, or the top of its delegation chain, is taken
+// from a claim that holds no pool around it any more, and lies in p: the
+// pool went, its sub-prefixes kept their space.
+func orphanIn(held map[*record]netip.Prefix, x *record, p netip.Prefix) bool {
+	top := x
+	for range 20 {
+		parent := parentOf(held, top)
+		if parent == nil {
+			break
+		}
+		top = parent
+	}
+	q := held[top]
+	return top.req.from != "" && p.Bits() <= q.Bits() && p.Contains(q.Addr())
+}
+
+// free reports whether r could hold p now.
+func free(held map[*record]netip.Prefix, r *record, p netip.Prefix) bool {
+	probe := *r
+	probe.prefix = p
+	for h, q := range held {
+		if h != r && q.Overlaps(p) && !related(held, &probe, h) {
+			return false
+		}
+	}
+	return true
+}
+
+func checkLedger(t *testing.T, where string, l *ledger, before map[*record]netip.Prefix, changes []change) {
+	t.Helper()
+	held := heldBy(l)
+	// Allocations overlap only within a chain.
+	for a, p := range held {
+		for b, q := range held {
+			if a != b && p.Overlaps(q) && !related(held, a, b) && !orphanIn(held, a, q) && !orphanIn(held, b, p) {
+				t.Errorf("%s: %s/%s %s and %s/%s %s overlap outside a delegation chain", where, a.claim, a.key, p, b.claim, b.key, q)
 			}
 		}
 	}
-	slices.SortFunc(waiters, func(a, b waiter) int {
-		ca, cb := m.claims[a.name], m.claims[b.name]
-		return cmp.Or(
-			ca.records[a.p].since.Compare(cb.records[b.p].since),
-			ca.created.Compare(cb.created),
-			strings.Compare(a.name, b.name),
-			a.p.Compare(b.p),
-		)
-	})
-	for _, w := range waiters {
-		if !m.blocked(w.name, w.p) {
-			r := m.claims[w.name].records[w.p]
-			r.allocated, r.since = true, now.Truncate(time.Second)
+	// Sticky: an allocation still in the ledger keeps its prefix.
+	for r, p := range before {
+		if e := l.claims[r.claim]; e != nil && e.records[r.key] == r && held[r] != p {
+			t.Errorf("%s: %s/%s lost its allocation %s", where, r.claim, r.key, p)
+		}
+	}
+	newly := map[recordKey]map[string]bool{}
+	for _, c := range changes {
+		if c.kind == changeAllocated {
+			if newly[c.key] == nil {
+				newly[c.key] = map[string]bool{}
+			}
+			newly[c.key][c.claim] = true
+		}
+	}
+	for _, e := range l.claims {
+		for _, r := range e.records {
+			parents := poolsOf(l, held, r)
+			switch {
+			case r.allocated && r.req.length >= 0 && newly[r.key][r.claim]:
+				// First fit: no lower free prefix in the pool it came from.
+				for _, pool := range parents {
+					if !pool.Contains(r.prefix.Addr()) {
+						continue
+					}
+					for _, lower := range blocks(pool, r.req.length) {
+						if lower.Addr().Compare(r.prefix.Addr()) < 0 && free(held, r, lower) {
+							t.Errorf("%s: %s/%s got %s, but %s was free", where, r.claim, r.key, r.prefix, lower)
+						}
+					}
+				}
+			case !r.allocated && r.req.length >= 0:
+				for _, pool := range parents {
+					for _, b := range blocks(pool, r.req.length) {
+						if free(held, r, b) {
+							t.Errorf("%s: %s/%s waits (%s) although %s is free", where, r.claim, r.key, r.reason, b)
+						}
+					}
+				}
+			case !r.allocated:
+				if (r.req.from == "" || len(parents) > 0) && free(held, r, r.req.prefix) {
+					t.Errorf("%s: %s/%s waits (%s %v) although %s is free", where, r.claim, r.key, r.reason, r.holder, r.req.prefix)
+				}
+			}
+		}
+	}
+	if !t.Failed() {
+		checkRestore(t, l)
+		if t.Failed() {
+			t.Logf("%s: ledger %v", where, state(l))
 		}
 	}
 }
 
-func (m *model) forget(name string, uid types.UID, now time.Time) {
-	c, ok := m.claims[name]
-	if !ok || (uid != "" && uid != c.uid) {
-		return
-	}
-	delete(m.claims, name)
-	m.promoteAll(now)
-}
-
-func (m *model) sync(s claimSpec, now time.Time) {
-	c, ok := m.claims[s.name]
-	if ok && c.uid != s.uid {
-		m.forget(s.name, "", now)
-		ok = false
-	}
-	if ok && s.generation <= c.generation {
-		return
-	}
-	if !ok {
-		c = &modelClaim{uid: s.uid, created: s.created, records: map[netip.Prefix]*modelRecord{}}
-		m.claims[s.name] = c
-	}
-	c.generation = s.generation
-	for p := range c.records {
-		if !slices.Contains(s.prefixes, p) {
-			delete(c.records, p)
-		}
-	}
-	m.promoteAll(now)
-	for _, p := range s.prefixes {
-		if _, ok := c.records[p]; ok {
+// poolsOf returns the held delegable prefixes a record may be taken from.
+func poolsOf(l *ledger, held map[*record]netip.Prefix, r *record) []netip.Prefix {
+	var out []netip.Prefix
+	for h, p := range held {
+		if r.req.from == "" || h.claim != r.req.from || !h.req.delegable {
 			continue
 		}
-		c.records[p] = &modelRecord{allocated: !m.blocked(s.name, p), since: now.Truncate(time.Second)}
-	}
-}
-
-func (m *model) decisions() map[string]string {
-	out := map[string]string{}
-	for name, c := range m.claims {
-		for p, r := range c.records {
-			out[fmt.Sprintf("%s/%s/%d %s", name, c.uid, c.generation, p)] = fmt.Sprintf("allocated=%v @%s", r.allocated, offset(r.since))
+		if r.req.length >= 0 && (r.req.length <= p.Bits() || r.req.length > 32) {
+			continue
 		}
+		if r.req.length < 0 && !(p.Bits() < r.req.prefix.Bits() && p.Contains(r.req.prefix.Addr())) {
+			continue
+		}
+		out = append(out, p)
 	}
 	return out
 }
 
-func TestLedgerRandomHistories(t *testing.T) {
-	for seed := range uint64(25) {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			history := randomHistory(rand.New(rand.NewPCG(seed, 0x6c656467)), 300)
-			changes, records := play(t, history)
-			// The same history gives the same ledger, decision by decision.
-			replayedChanges, replayedRecords := play(t, history)
-			for i := range history {
-				if !slices.Equal(changes[i], replayedChanges[i]) {
-					t.Fatalf("event %d %v: replay changed %v, first play %v", i, history[i], replayedChanges[i], changes[i])
-				}
-				if !maps.Equal(records[i], replayedRecords[i]) {
-					t.Fatalf("event %d %v: replay differs (-first +replay):\n%s", i, history[i], diff.Diff(records[i], replayedRecords[i]))
-				}
-			}
-		})
+// blocks lists the prefixes of a length inside an IPv4 pool, lowest first.
+func blocks(pool netip.Prefix, length int) []netip.Prefix {
+	var out []netip.Prefix
+	a := pool.Addr()
+	for pool.Contains(a) {
+		p := netip.PrefixFrom(a, length)
+		out = append(out, p)
+		next := toUint128(a).add(uint128{}.addOne().shl(uint(32 - length)))
+		if next.lo > 0xffffffff {
+			break
+		}
+		a = next.addr(32)
 	}
+	return out
+}
+
+func (r recordSpec) String() string {
+	var b strings.Builder
+	b.WriteString(r.key.String())
+	if r.req.from != "" {
+		fmt.Fprintf(&b, "<-%s", r.req.from)
+	}
+	if r.req.length >= 0 {
+		fmt.Fprintf(&b, "/%d", r.req.length)
+	}
+	if r.req.delegable {
+		b.WriteString("*")
+	}
+	return b.String()
 }

@@ -33,10 +33,17 @@ var (
 		Help:           "Number of NetworkClaim records the registry found unavailable because they overlap a prefix allocated to another claim.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	// poolExhaustedTotal counts records found waiting for room in a pool.
+	poolExhaustedTotal = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem:      metricsSubsystem,
+		Name:           "pool_exhausted_total",
+		Help:           "Number of NetworkClaim records taken from a pool that the registry found unavailable because the pool had no free prefix of their length.",
+		StabilityLevel: metrics.ALPHA,
+	})
 )
 
 var registerMetrics = sync.OnceFunc(func() {
-	legacyregistry.MustRegister(recordsMetric, decisionLatency, conflictsTotal)
+	legacyregistry.MustRegister(recordsMetric, decisionLatency, conflictsTotal, poolExhaustedTotal)
 })
 
 func setRecordCounts(allocated, waiting int) {

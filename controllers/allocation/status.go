@@ -3,7 +3,7 @@ package allocation
 import (
 	"fmt"
 	"net/netip"
-	"strings"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,57 +13,68 @@ import (
 
 const reasonAllocated = "Allocated"
 
-// unavailableMessage names the holder, as the issue and users expect:
-// "overlaps 10.96.0.0/12 held by NetworkClaim kube-apiserver".
-func unavailableMessage(holderPrefix netip.Prefix, holder string) string {
-	return fmt.Sprintf("overlaps %s held by NetworkClaim %s", holderPrefix, holder)
-}
-
-// parseUnavailableMessage reads the holder back from a message written by
-// unavailableMessage.
-func parseUnavailableMessage(message string) (netip.Prefix, string, bool) {
-	rest, ok := strings.CutPrefix(message, "overlaps ")
-	if !ok {
-		return netip.Prefix{}, "", false
+// unavailableMessage says, for people, why a record waits: which claim
+// holds the space ("overlaps 10.96.0.0/12 held by NetworkClaim
+// kube-apiserver"), or which pool has no room or is missing. The status
+// record's reason and conflictsWith say it for programs.
+func unavailableMessage(reason string, prefix netip.Prefix, length int, holder holding) string {
+	switch reason {
+	case reasonPoolExhausted:
+		return fmt.Sprintf("no free /%d in %s of NetworkClaim %s", length, holder.prefix, holder.claim)
+	case reasonPoolNotFound:
+		switch {
+		case length < 0:
+			return fmt.Sprintf("NetworkClaim %s holds no allocated delegable prefix that contains %s", holder.claim, prefix)
+		case holder.prefix.IsValid():
+			return fmt.Sprintf("NetworkClaim %s holds no allocated delegable prefix %s", holder.claim, holder.prefix)
+		}
+		return fmt.Sprintf("NetworkClaim %s holds no allocated delegable prefix that can hold a /%d", holder.claim, length)
 	}
-	prefix, holder, ok := strings.Cut(rest, " held by NetworkClaim ")
-	if !ok || holder == "" {
-		return netip.Prefix{}, "", false
-	}
-	p, err := netip.ParsePrefix(prefix)
-	if err != nil {
-		return netip.Prefix{}, "", false
-	}
-	return p, holder, true
+	return fmt.Sprintf("overlaps %s held by NetworkClaim %s", holder.prefix, holder.claim)
 }
 
 // desiredStatus renders the ledger's decisions on a claim as its status:
 // one record per spec record, in spec order, and the Ready condition.
-func desiredStatus(claim *networkingv1alpha1.NetworkClaim, generation int64, decisions map[netip.Prefix]decision) networkingv1alpha1.NetworkClaimStatus {
+func desiredStatus(claim *networkingv1alpha1.NetworkClaim, generation int64, decisions map[recordKey]decision) networkingv1alpha1.NetworkClaimStatus {
 	status := networkingv1alpha1.NetworkClaimStatus{
 		ObservedGeneration: generation,
 		Conditions:         append([]metav1.Condition(nil), claim.Status.Conditions...),
 	}
 	var unavailable []networkingv1alpha1.AddressSpaceStatus
 	for _, r := range claim.Spec.AddressSpace {
-		p, err := netip.ParsePrefix(r.Prefix)
+		rs, err := recordSpecOf(r)
 		if err != nil {
-			continue // validation admits only canonical prefixes
+			continue // validation admits only records that parse
 		}
-		d, ok := decisions[p]
+		d, ok := decisions[rs.key]
 		if !ok {
 			continue
 		}
 		s := networkingv1alpha1.AddressSpaceStatus{
+			Name:        r.Name,
 			Reference:   r.Reference.DeepCopy(),
-			Prefix:      r.Prefix,
 			Description: r.Description,
+			Delegable:   r.Delegable,
 			Date:        metav1.NewTime(d.since),
 			Status:      networkingv1alpha1.AllocationAllocated,
 		}
-		if !d.allocated {
+		if d.prefix.IsValid() {
+			s.Prefix = d.prefix.String()
+		}
+		if d.seq != 0 {
+			s.FirstSeenResourceVersion = strconv.FormatUint(d.seq, 10)
+		}
+		if d.allocated {
+			if d.parent.claim != "" {
+				s.DelegatedFrom = &networkingv1alpha1.ClaimedPrefix{Claim: d.parent.claim, Prefix: d.parent.prefix.String()}
+			}
+		} else {
 			s.Status = networkingv1alpha1.AllocationUnavailable
-			s.Message = unavailableMessage(d.holderPrefix, d.holder)
+			s.Reason = d.reason
+			s.Message = unavailableMessage(d.reason, d.prefix, d.length, d.holder)
+			if d.reason == reasonConflict {
+				s.ConflictsWith = &networkingv1alpha1.ClaimedPrefix{Claim: d.holder.claim, Prefix: d.holder.prefix.String()}
+			}
 			unavailable = append(unavailable, s)
 		}
 		status.AddressSpace = append(status.AddressSpace, s)
@@ -72,16 +83,25 @@ func desiredStatus(claim *networkingv1alpha1.NetworkClaim, generation int64, dec
 		Type:               networkingv1alpha1.ConditionReady,
 		Status:             metav1.ConditionTrue,
 		Reason:             reasonAllocated,
-		Message:            fmt.Sprintf("all %d prefixes are allocated", len(status.AddressSpace)),
+		Message:            fmt.Sprintf("all %d records are allocated", len(status.AddressSpace)),
 		ObservedGeneration: generation,
 	}
 	if len(unavailable) > 0 {
-		ready.Status, ready.Reason = metav1.ConditionFalse, networkingv1alpha1.ReasonConflict
-		ready.Message = fmt.Sprintf("%d of %d prefixes unavailable: %s %s", len(unavailable), len(status.AddressSpace), unavailable[0].Prefix, unavailable[0].Message)
+		first := unavailable[0]
+		ready.Status, ready.Reason = metav1.ConditionFalse, first.Reason
+		ready.Message = fmt.Sprintf("%d of %d records unavailable: %s %s", len(unavailable), len(status.AddressSpace), describeStatus(first), first.Message)
 		if len(unavailable) > 1 {
 			ready.Message += fmt.Sprintf("; and %d more", len(unavailable)-1)
 		}
 	}
 	meta.SetStatusCondition(&status.Conditions, ready)
 	return status
+}
+
+// describeStatus names a status record: by prefix, else by name.
+func describeStatus(s networkingv1alpha1.AddressSpaceStatus) string {
+	if s.Prefix != "" {
+		return s.Prefix
+	}
+	return s.Name
 }

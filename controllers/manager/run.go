@@ -15,6 +15,9 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	// Every controller's queue on /metrics (workqueue_depth,
+	// workqueue_retries_total, ... by queue name), as in kube-controller-manager.
+	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 	"k8s.io/controller-manager/pkg/clientbuilder"
 	"k8s.io/controller-manager/pkg/informerfactory"
 	"k8s.io/klog/v2"

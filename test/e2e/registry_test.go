@@ -171,7 +171,7 @@ func TestRegistrySubcommands(t *testing.T) {
 		{args: []string{"registry", "whois", "198.18.0.300", kubeconfig}, wantErr: "write an IP address such as 10.96.0.1"},
 		// Neither --kubeconfig, nor KUBECONFIG, nor ~/.kube/config.
 		{args: []string{"registry", "list"}, wantErr: "no kubeconfig: set --kubeconfig=FILE or KUBECONFIG, e.g. --kubeconfig=$HOME/.local/share/sample-generic-controlplane/admin.kubeconfig"},
-		{args: []string{"registry", "list", kubeconfig, "-o", "yaml"}, wantErr: "write -o json or leave it out"},
+		{args: []string{"registry", "list", kubeconfig, "-o", "wide"}, wantErr: "write -o json, -o yaml, or leave it out for a table"},
 	}
 	for _, tc := range errorCases {
 		res := runBinary(t, tc.args...)

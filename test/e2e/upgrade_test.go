@@ -83,6 +83,9 @@ func testUpgrade(t *testing.T, fixture string) {
 		for _, old := range want {
 			key := objectKey(old)
 			now, ok := have[key]
+			if ok && old["kind"] == "NetworkClaim" {
+				old, now = claimDecisions(t, key, old), claimDecisions(t, key, now)
+			}
 			switch {
 			case !ok:
 				t.Errorf("%s: stored by the previous release, gone after the upgrade", key)
@@ -326,4 +329,42 @@ func jsonDiff(old, now any) string {
 	a, _ := json.MarshalIndent(old, "", "  ")
 	b, _ := json.MarshalIndent(now, "", "  ")
 	return fmt.Sprintf("previous release:\n%s\nnow:\n%s", a, b)
+}
+
+// claimDecisions is what an upgrade keeps of a NetworkClaim: everything
+// but the status fields this release adds (reason, conflictsWith,
+// delegatedFrom, firstSeenResourceVersion), which it writes on its first
+// decision, and with them the resourceVersion and the Ready message. The
+// decisions themselves, their dates and whom a waiting record waits for,
+// must not change; a waiting record now names its holder in conflictsWith
+// too, which must be the one its message names.
+func claimDecisions(t *testing.T, key string, obj map[string]any) map[string]any {
+	t.Helper()
+	var c map[string]any
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatal(err)
+	}
+	delete(c["metadata"].(map[string]any), "resourceVersion")
+	status, _ := c["status"].(map[string]any)
+	records, _ := status["addressSpace"].([]any)
+	for _, r := range records {
+		record := r.(map[string]any)
+		if cw, ok := record["conflictsWith"].(map[string]any); ok {
+			if want := fmt.Sprintf("overlaps %s held by NetworkClaim %s", cw["prefix"], cw["claim"]); record["message"] != want {
+				t.Errorf("%s: record %v: conflictsWith %v, but the message says %q", key, record["prefix"], cw, record["message"])
+			}
+		}
+		for _, added := range []string{"reason", "conflictsWith", "delegatedFrom", "firstSeenResourceVersion"} {
+			delete(record, added)
+		}
+	}
+	conditions, _ := status["conditions"].([]any)
+	for _, cond := range conditions {
+		delete(cond.(map[string]any), "message")
+	}
+	return c
 }

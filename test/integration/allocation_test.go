@@ -121,7 +121,9 @@ func expectReady(t *testing.T, c *networkingv1alpha1.NetworkClaim, status metav1
 }
 
 // allocationsOf lists every allocated record, failing on two overlapping
-// allocations in different claims: the registry's first promise.
+// allocations in different claims, unless one is delegated from the other
+// (its status names it in delegatedFrom, directly or down a chain): the
+// registry's first promise.
 func allocationsOf(t *testing.T, claims []networkingv1alpha1.NetworkClaim) map[string][]netip.Prefix {
 	t.Helper()
 	type held struct {
@@ -129,20 +131,39 @@ func allocationsOf(t *testing.T, claims []networkingv1alpha1.NetworkClaim) map[s
 		prefix netip.Prefix
 	}
 	var all []held
+	parent := map[held]held{}
 	out := map[string][]netip.Prefix{}
 	for _, c := range claims {
 		for _, r := range c.Status.AddressSpace {
 			if r.Status != networkingv1alpha1.AllocationAllocated {
 				continue
 			}
-			p := netip.MustParsePrefix(r.Prefix)
-			for _, h := range all {
-				if h.claim != c.Name && h.prefix.Overlaps(p) {
-					t.Errorf("two overlapping allocations: %s in NetworkClaim %s and %s in NetworkClaim %s", h.prefix, h.claim, p, c.Name)
-				}
+			h := held{c.Name, netip.MustParsePrefix(r.Prefix)}
+			if d := r.DelegatedFrom; d != nil {
+				parent[h] = held{d.Claim, netip.MustParsePrefix(d.Prefix)}
 			}
-			all = append(all, held{c.Name, p})
-			out[c.Name] = append(out[c.Name], p)
+			all = append(all, h)
+			out[c.Name] = append(out[c.Name], h.prefix)
+		}
+	}
+	descends := func(a, b held) bool {
+		for range 130 {
+			p, ok := parent[a]
+			if !ok {
+				return false
+			}
+			if p == b {
+				return true
+			}
+			a = p
+		}
+		return false
+	}
+	for i, a := range all {
+		for _, b := range all[i+1:] {
+			if a.claim != b.claim && a.prefix.Overlaps(b.prefix) && !descends(a, b) && !descends(b, a) {
+				t.Errorf("two overlapping allocations: %s in NetworkClaim %s and %s in NetworkClaim %s", a.prefix, a.claim, b.prefix, b.claim)
+			}
 		}
 	}
 	return out
@@ -488,6 +509,10 @@ func TestAllocationMetrics(t *testing.T) {
 		`networkclaim_allocation_decision_duration_seconds_bucket{le="0.001"}`,
 		`networkclaim_allocation_decision_duration_seconds_count`,
 		`networkclaim_conflicts_total`,
+		`networkclaim_pool_exhausted_total`,
+		`workqueue_depth{name="networkclaim-allocation-statuses"}`,
+		`workqueue_depth{name="networkclaim-allocation-decisions"}`,
+		`workqueue_retries_total{name="networkclaim-allocation-statuses"}`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,10 +81,62 @@ func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 		}
 	}
 
+	// Pool records race through both replicas for a pool with room for
+	// two /31s: two get one each, the others wait for room.
+	if _, err := claims.Create(t.Context(), claimOf("ha-pool", networkingv1alpha1.AddressSpaceRecord{Prefix: "10.200.0.0/30", Delegable: true}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDecided(t, claims, "ha-pool")
+	for i := range 6 {
+		server := []*cptesting.TestServer{first, second}[i%2]
+		wg.Go(func() {
+			if _, err := networkClaims(server.ClientConfig).Create(t.Context(), claimOf(fmt.Sprintf("ha-pool-%d", i), poolRecord("net", "ha-pool", 31)), metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	poolHolders := func() map[string][]netip.Prefix {
+		var decided []networkingv1alpha1.NetworkClaim
+		for i := range 6 {
+			decided = append(decided, *waitDecided(t, claims, fmt.Sprintf("ha-pool-%d", i)))
+		}
+		return allocationsOf(t, decided)
+	}
+	held := poolHolders()
+	if len(held) != 2 {
+		t.Fatalf("pool records allocated: %v; want two /31s", held)
+	}
+
 	if err := first.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	newLeader := waitForLeader(t, second, leader)
+
+	// The new leader keeps both and gives a freed /31 to a waiter.
+	var gone string
+	for name := range held {
+		gone = name
+	}
+	if err := claims.Delete(t.Context(), gone, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		list, err := claims.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		n := 0
+		for name := range allocationsOf(t, list.Items) {
+			if strings.HasPrefix(name, "ha-pool-") {
+				n++
+			}
+		}
+		return n == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("after %s let go of its /31, no waiter got it from the new leader: %v", gone, err)
+	}
 
 	// The new leader rebuilt the ledger: the winner keeps the range until
 	// it lets go, and then the first of the others gets it.
@@ -94,7 +148,7 @@ func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return len(allocationsOf(t, list.Items)) == 1, nil
+		return len(haHolders(allocationsOf(t, list.Items))) == 1, nil
 	})
 	if err != nil {
 		t.Fatalf("after the winner %s let go, nobody got 10.96.0.0/12 from the new leader: %v", winner, err)
@@ -103,7 +157,7 @@ func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name := range allocationsOf(t, list.Items) {
+	for name := range haHolders(allocationsOf(t, list.Items)) {
 		promoted := false
 		for _, e := range eventsFor(t, second.ClientConfig, name) {
 			promoted = promoted || (e.Reason == allocation.EventAllocated && e.Source.Host == newLeader)
@@ -121,6 +175,17 @@ func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitGone(t, "ha-dependent")
+}
+
+// haHolders keeps the holders of 10.96.0.0/12, the ha-NN claims.
+func haHolders(held map[string][]netip.Prefix) map[string][]netip.Prefix {
+	out := map[string][]netip.Prefix{}
+	for name, prefixes := range held {
+		if strings.HasPrefix(name, "ha-") && !strings.HasPrefix(name, "ha-pool") {
+			out[name] = prefixes
+		}
+	}
+	return out
 }
 
 // waitForLeader waits until the controllers' Lease has a holder other than not.

@@ -2803,14 +2803,14 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceRec
 					},
 					"prefixLength": {
 						SchemaProps: spec.SchemaProps{
-							Description: "prefixLength asks for any free prefix of this length inside the pool that from names: the registry picks the lowest free one (first fit), records it in status, and keeps it for as long as the record stays in spec. 0 to 32 for an IPv4 pool, 0 to 128 for an IPv6 one, and no shorter than the pool's own prefix.",
+							Description: "prefixLength asks for any free prefix of this length inside the pool that from names: the registry picks the lowest free one (first fit), records it in status, and keeps it for as long as the record stays in spec. At most 32 for an IPv4 pool, 128 for an IPv6 one, and longer than the pool's own prefix: a sub-prefix is smaller than its pool.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
 					},
 					"from": {
 						SchemaProps: spec.SchemaProps{
-							Description: "from names the claim, and optionally which of its delegable records, this record is taken from. Required with prefixLength. With prefix, it says that prefix is a sub-prefix delegated by that claim, which then does not conflict with it; without from, a prefix that overlaps any other claim's allocation conflicts, delegable or not.",
+							Description: "from names the claim, and optionally which of its delegable records, this record is taken from. Required with prefixLength. With prefix, it says that prefix is a sub-prefix (strictly inside) delegated by that claim, which then does not conflict with it; without from, a prefix that overlaps any other claim's allocation conflicts, delegable or not.",
 							Ref:         ref(v1alpha1.PrefixSource{}.OpenAPIModelName()),
 						},
 					},

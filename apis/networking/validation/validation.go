@@ -197,12 +197,12 @@ func validateSource(claim string, record networking.AddressSpaceRecord, path *fi
 		return append(errs, err)
 	}
 	if record.PrefixLength != nil {
-		if n := int(*record.PrefixLength); n < pool.Bits() || n > pool.Addr().BitLen() {
-			errs = append(errs, field.Invalid(path.Child("prefixLength"), n, fmt.Sprintf("must fit in the pool %s: write %d to %d", pool, pool.Bits(), pool.Addr().BitLen())))
+		if n := int(*record.PrefixLength); n <= pool.Bits() || n > pool.Addr().BitLen() {
+			errs = append(errs, field.Invalid(path.Child("prefixLength"), n, fmt.Sprintf("must fit strictly inside the pool %s: write %d to %d", pool, pool.Bits()+1, pool.Addr().BitLen())))
 		}
 	}
-	if p, err := netip.ParsePrefix(record.Prefix); err == nil && (p.Bits() < pool.Bits() || !pool.Contains(p.Addr())) {
-		errs = append(errs, field.Invalid(path.Child("prefix"), record.Prefix, fmt.Sprintf("must lie inside from.prefix %s: write a sub-prefix of it", pool)))
+	if p, err := netip.ParsePrefix(record.Prefix); err == nil && (p.Bits() <= pool.Bits() || !pool.Contains(p.Addr())) {
+		errs = append(errs, field.Invalid(path.Child("prefix"), record.Prefix, fmt.Sprintf("must lie strictly inside from.prefix %s: write a longer sub-prefix of it", pool)))
 	}
 	return errs
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	cliflag "k8s.io/component-base/cli/flag"
+	"sigs.k8s.io/yaml"
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
@@ -35,15 +36,16 @@ const statusPending = "Pending"
 func newRegistryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "registry",
-		Short: "Look up who holds which IP address space in the NetworkClaim registry",
-		Long: `Looks up the NetworkClaim registry of a control plane: the IP prefixes that components
-claimed, and what the registry decided on each (Allocated, Unavailable because another claim
-holds an overlapping prefix, or Pending). It finds the control plane as kubectl does: in
---kubeconfig, else in $KUBECONFIG, else in ~/.kube/config.`,
+		Short: "Claim IP address space in the NetworkClaim registry, and look up who holds which",
+		Long: `Claims, releases and looks up address space in the NetworkClaim registry of a control plane:
+the IP prefixes that components claimed, or took from other claims' delegable prefixes, and
+what the registry decided on each (Allocated; Unavailable because another claim holds an
+overlapping prefix or the pool has no room; or Pending). It finds the control plane as kubectl
+does: in --kubeconfig, else in $KUBECONFIG, else in ~/.kube/config.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newRegistryListCommand(), newRegistryWhoisCommand())
+	cmd.AddCommand(newRegistryListCommand(), newRegistryWhoisCommand(), newRegistryClaimCommand(), newRegistryReleaseCommand())
 	// The root's help lists its flags, which are not this command's.
 	cmd.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
 		fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nUsage:\n  %s <command> [--kubeconfig=FILE] [flags]\n\nCommands:\n", cmd.Long, cmd.CommandPath())
@@ -62,12 +64,32 @@ type registryOptions struct {
 	timeout    time.Duration
 }
 
-func (o *registryOptions) addFlags(cmd *cobra.Command) {
+// registryFlags says which of the common flags a subcommand has, and adds
+// its own.
+type registryFlags struct {
+	// timeout is the usage of --timeout: what the command waits for.
+	timeout string
+	// output is whether the command has -o.
+	output bool
+	// own adds the command's own flag sets.
+	own func(fss *cliflag.NamedFlagSets)
+}
+
+func (o *registryOptions) addFlags(cmd *cobra.Command, flags registryFlags) {
 	var fss cliflag.NamedFlagSets
+	if flags.own != nil {
+		flags.own(&fss)
+	}
 	connection := fss.FlagSet("connection")
 	connection.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Kubeconfig of the control plane to look up. Defaults, as for kubectl, to $KUBECONFIG, then ~/.kube/config.")
-	connection.DurationVar(&o.timeout, "timeout", 30*time.Second, "How long to wait for the control plane's NetworkClaims before giving up.")
-	fss.FlagSet("output").StringVarP(&o.output, "output", "o", o.output, "Output format: json, or leave it out for a table.")
+	timeout := flags.timeout
+	if timeout == "" {
+		timeout = "How long to wait for the control plane's NetworkClaims before giving up."
+	}
+	connection.DurationVar(&o.timeout, "timeout", 30*time.Second, timeout)
+	if flags.output {
+		fss.FlagSet("output").StringVarP(&o.output, "output", "o", o.output, "Output format: json or yaml, or leave it out for a table.")
+	}
 	for _, fs := range fss.FlagSets {
 		cmd.Flags().AddFlagSet(fs)
 	}
@@ -76,14 +98,21 @@ func (o *registryOptions) addFlags(cmd *cobra.Command) {
 
 // validate checks the flags before anything connects.
 func (o *registryOptions) validate() error {
-	if o.output != "" && o.output != "json" {
-		return fmt.Errorf("-o: unknown output format %q; write -o json or leave it out", o.output)
+	switch o.output {
+	case "", outputJSON, outputYAML:
+	default:
+		return fmt.Errorf("-o: unknown output format %q; write -o json, -o yaml, or leave it out for a table", o.output)
 	}
 	if o.timeout <= 0 {
 		return fmt.Errorf("--timeout must be positive; write e.g. --timeout=30s")
 	}
 	return nil
 }
+
+const (
+	outputJSON = "json"
+	outputYAML = "yaml"
+)
 
 // errRegistryTimeout ends the requests of a registry subcommand when
 // --timeout has passed.
@@ -142,9 +171,11 @@ func newRegistryListCommand() *cobra.Command {
 		Use:   "list [--kubeconfig=FILE]",
 		Short: "List every claimed prefix of every NetworkClaim and the registry's decision on it",
 		Long: `Lists every prefix claimed by every NetworkClaim, by claim, with the registry's decision:
-Allocated, Unavailable (DETAILS names the claim that holds an overlapping prefix) or Pending
-(not decided yet). SINCE is how long ago the registry decided ("-" while Pending). -o json
-prints the same records as a JSON array, with the date of each decision.`,
+Allocated, Unavailable (DETAILS says why: it names the claim that holds an overlapping prefix,
+or the pool without room) or Pending (not decided yet). A record taken from a pool shows the
+prefix the registry chose, "-" while it has none. SINCE is how long ago the registry decided
+("-" while Pending). -o json and -o yaml print the same records as an array, with the date of
+each decision, the record's name, and where it was delegated from.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
@@ -155,8 +186,8 @@ prints the same records as a JSON array, with the date of each decision.`,
 				return err
 			}
 			records := recordsOfClaims(r.Claims())
-			if o.output == "json" {
-				return printJSON(cmd.OutOrStdout(), records)
+			if o.output != "" {
+				return printObject(cmd.OutOrStdout(), o.output, records)
 			}
 			if len(records) == 0 {
 				fmt.Fprintln(cmd.ErrOrStderr(), "No NetworkClaims found")
@@ -165,7 +196,7 @@ prints the same records as a JSON array, with the date of each decision.`,
 			return printList(cmd.OutOrStdout(), records, time.Now())
 		},
 	}
-	o.addFlags(cmd)
+	o.addFlags(cmd, registryFlags{output: true})
 	return cmd
 }
 
@@ -175,8 +206,12 @@ func newRegistryWhoisCommand() *cobra.Command {
 		Use:   "whois <ip|prefix> [--kubeconfig=FILE]",
 		Short: "Show the allocations that contain an IP address or overlap a prefix",
 		Long: `Shows who holds an address: the allocated prefixes that contain an IP address (10.96.0.1,
-fd00::1), or that overlap a prefix (10.96.0.0/12), with the NetworkClaim that holds each.
-When none does, it says so on stderr and exits 0. -o json prints a JSON array.`,
+fd00::1), or that overlap a prefix (10.96.0.0/12), with the NetworkClaim that holds each and
+what for (REFERENCE, DESCRIPTION). CHAIN is the delegation chain of the prefix: its claim,
+then the claim whose delegable prefix it was taken from, and so on, e.g.
+"cluster-b ← org-pods"; "(released)" marks a delegating prefix that is no longer allocated.
+When no claim holds the address, it says so on stderr and exits 0. -o json and -o yaml print
+an array, with each chain as {claim, prefix} steps.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return fmt.Errorf("whois takes one IP address or prefix, e.g. whois 10.96.0.1 or whois 10.96.0.0/12; got %d arguments", len(args))
@@ -198,9 +233,9 @@ When none does, it says so on stderr and exits 0. -o json prints a JSON array.`,
 			if err != nil {
 				return err
 			}
-			records := recordsOfAllocations(allocations)
-			if o.output == "json" {
-				return printJSON(cmd.OutOrStdout(), records)
+			records := recordsOfAllocations(allocations, r.Chain)
+			if o.output != "" {
+				return printObject(cmd.OutOrStdout(), o.output, records)
 			}
 			if len(records) == 0 {
 				// kubectl's "No resources found": not an error.
@@ -210,69 +245,123 @@ When none does, it says so on stderr and exits 0. -o json prints a JSON array.`,
 			return printWhois(cmd.OutOrStdout(), records)
 		},
 	}
-	o.addFlags(cmd)
+	o.addFlags(cmd, registryFlags{output: true})
 	return cmd
 }
 
-// registryRecord is one claimed prefix: a row of list and whois, and an
-// element of their JSON output.
+// registryRecord is one claimed record: a row of list and whois, and an
+// element of their JSON and YAML output.
 type registryRecord struct {
-	Claim  string `json:"claim"`
-	Prefix string `json:"prefix"`
+	Claim string `json:"claim"`
+	// Name is the record's name, if it has one.
+	Name string `json:"name,omitempty"`
+	// Prefix is the record's prefix, or the one the registry chose for a
+	// record taken from a pool; empty while it has none.
+	Prefix string `json:"prefix,omitempty"`
 	// Status is Allocated, Unavailable or Pending.
 	Status      string                      `json:"status"`
 	Reference   *v1alpha1.ResourceReference `json:"reference,omitempty"`
 	Description string                      `json:"description,omitempty"`
+	Delegable   bool                        `json:"delegable,omitempty"`
+	// From is what the record asks to be taken from.
+	From *v1alpha1.PrefixSource `json:"from,omitempty"`
+	// PrefixLength is the length a record taken from a pool asks for.
+	PrefixLength *int32 `json:"prefixLength,omitempty"`
 	// Date is when the registry decided; nil while pending.
 	Date    *metav1.Time `json:"date,omitempty"`
+	Reason  string       `json:"reason,omitempty"`
 	Message string       `json:"message,omitempty"`
+	// ConflictsWith is the allocation an Unavailable record overlaps.
+	ConflictsWith *v1alpha1.ClaimedPrefix `json:"conflictsWith,omitempty"`
+	// DelegatedFrom is the allocation an allocated record was taken from.
+	DelegatedFrom *v1alpha1.ClaimedPrefix `json:"delegatedFrom,omitempty"`
+	// Chain is, for whois, the delegation chain: the record itself first,
+	// then each allocation it was delegated from.
+	Chain []chainStep `json:"chain,omitempty"`
+}
+
+// chainStep is one allocation of a delegation chain.
+type chainStep struct {
+	Claim  string `json:"claim"`
+	Prefix string `json:"prefix"`
+	// Released marks the last step when the allocation it names is gone:
+	// the prefix above it keeps its allocation.
+	Released bool `json:"released,omitempty"`
 }
 
 // recordsOfClaims returns every spec record of the claims with the
 // registry's decision on it, by claim name, then in prefix order (IPv4
-// first, then CIDR order).
+// first, then CIDR order; records without a prefix yet first).
 func recordsOfClaims(claims []*v1alpha1.NetworkClaim) []registryRecord {
 	var out []registryRecord
 	for _, c := range claims {
-		decided := map[string]v1alpha1.AddressSpaceStatus{}
-		for _, s := range c.Status.AddressSpace {
-			decided[s.Prefix] = s
+		decisions := networkregistry.Decisions(c)
+		records := make([]prefixRecord, 0, len(decisions))
+		for _, d := range decisions {
+			records = append(records, prefixRecord{decisionRecord(c.Name, d)})
 		}
-		records := make([]prefixRecord, 0, len(c.Spec.AddressSpace))
-		for _, spec := range c.Spec.AddressSpace {
-			r := registryRecord{Claim: c.Name, Prefix: spec.Prefix, Status: statusPending, Reference: spec.Reference, Description: spec.Description}
-			if s, ok := decided[spec.Prefix]; ok {
-				date := s.Date
-				r.Status, r.Date, r.Message = string(s.Status), &date, s.Message
-			}
-			// Validation admits only canonical prefixes; were one not,
-			// the zero prefix sorts it first.
-			p, _ := netip.ParsePrefix(spec.Prefix)
-			records = append(records, prefixRecord{p, r})
-		}
-		slices.SortStableFunc(records, func(a, b prefixRecord) int { return a.prefix.Compare(b.prefix) })
+		slices.SortStableFunc(records, func(a, b prefixRecord) int { return a.prefix().Compare(b.prefix()) })
 		for _, r := range records {
-			out = append(out, r.record)
+			out = append(out, r.registryRecord)
 		}
 	}
 	return out
 }
 
-// prefixRecord is a record with its prefix parsed, for sorting.
-type prefixRecord struct {
-	prefix netip.Prefix
-	record registryRecord
+// decisionRecord is the row of one record of the claim and the registry's
+// decision on it.
+func decisionRecord(claim string, d networkregistry.Decision) registryRecord {
+	spec := d.Record
+	r := registryRecord{
+		Claim: claim, Name: spec.Name, Prefix: spec.Prefix, Status: statusPending,
+		Reference: spec.Reference, Description: spec.Description, Delegable: spec.Delegable,
+		From: spec.From, PrefixLength: spec.PrefixLength,
+	}
+	if s := d.Status; s != nil {
+		date := s.Date
+		r.Status, r.Date, r.Reason, r.Message = string(s.Status), &date, s.Reason, s.Message
+		r.ConflictsWith, r.DelegatedFrom = s.ConflictsWith, s.DelegatedFrom
+		if s.Prefix != "" {
+			r.Prefix = s.Prefix
+		}
+	}
+	return r
+}
+
+// prefixRecord sorts records by prefix.
+type prefixRecord struct{ registryRecord }
+
+// prefix is the record's prefix; validation admits only canonical ones,
+// and were one not, or is there none yet, the zero prefix sorts it first.
+func (r prefixRecord) prefix() netip.Prefix {
+	p, _ := netip.ParsePrefix(r.Prefix)
+	return p
 }
 
 // recordsOfAllocations keeps the registry's order: by prefix, then claim.
-func recordsOfAllocations(allocations []networkregistry.Allocation) []registryRecord {
+// chain gives each allocation's delegation chain (Registry.Chain).
+func recordsOfAllocations(allocations []networkregistry.Allocation, chain func(networkregistry.Allocation) []networkregistry.Allocation) []registryRecord {
 	out := make([]registryRecord, 0, len(allocations))
 	for _, a := range allocations {
 		date := metav1.NewTime(a.Date)
-		out = append(out, registryRecord{
-			Claim: a.Claim, Prefix: a.Prefix.String(), Status: string(v1alpha1.AllocationAllocated),
-			Reference: a.Reference, Description: a.Description, Date: &date,
-		})
+		r := registryRecord{
+			Claim: a.Claim, Name: a.Name, Prefix: a.Prefix.String(), Status: string(v1alpha1.AllocationAllocated),
+			Reference: a.Reference, Description: a.Description, Delegable: a.Delegable, Date: &date,
+		}
+		if from := a.DelegatedFrom; from != nil {
+			r.DelegatedFrom = &v1alpha1.ClaimedPrefix{Claim: from.Claim, Prefix: from.Prefix.String()}
+		}
+		steps := chain(a)
+		for _, step := range steps {
+			r.Chain = append(r.Chain, chainStep{Claim: step.Claim, Prefix: step.Prefix.String()})
+		}
+		// The chain ends early where a delegating allocation is gone.
+		if len(steps) > 0 {
+			if gone := steps[len(steps)-1].DelegatedFrom; gone != nil {
+				r.Chain = append(r.Chain, chainStep{Claim: gone.Claim, Prefix: gone.Prefix.String(), Released: true})
+			}
+		}
+		out = append(out, r)
 	}
 	return out
 }
@@ -293,7 +382,7 @@ func printList(w io.Writer, records []registryRecord, now time.Time) error {
 		if r.Message != "" {
 			details = r.Message
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Claim, r.Prefix, r.Status, referenceString(r.Reference), since, details)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Claim, orDash(r.Prefix), r.Status, referenceString(r.Reference), since, details)
 	}
 	return tw.Flush()
 }
@@ -301,25 +390,66 @@ func printList(w io.Writer, records []registryRecord, now time.Time) error {
 // printWhois writes the allocations as whois's table.
 func printWhois(w io.Writer, records []registryRecord) error {
 	tw := newTabWriter(w)
-	fmt.Fprintln(tw, "PREFIX\tCLAIM\tREFERENCE\tALLOCATED\tDESCRIPTION")
+	fmt.Fprintln(tw, "PREFIX\tCLAIM\tREFERENCE\tALLOCATED\tCHAIN\tDESCRIPTION")
 	for _, r := range records {
 		allocated := "-"
 		if r.Date != nil {
 			allocated = r.Date.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Prefix, r.Claim, referenceString(r.Reference), allocated, r.Description)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Prefix, r.Claim, referenceString(r.Reference), allocated, chainString(r), r.Description)
 	}
 	return tw.Flush()
 }
 
+// chainString writes a delegation chain as claim names, the record's own
+// first, e.g. "node-1 ← cluster-a ← org-pods".
+func chainString(r registryRecord) string {
+	if len(r.Chain) == 0 {
+		return r.Claim
+	}
+	names := make([]string, 0, len(r.Chain))
+	for _, step := range r.Chain {
+		name := step.Claim
+		if step.Released {
+			name += " (released)"
+		}
+		names = append(names, name)
+	}
+	return strings.Join(names, " ← ")
+}
+
 // printJSON writes the records as a JSON array; [] when there are none.
 func printJSON(w io.Writer, records []registryRecord) error {
-	if records == nil {
-		records = []registryRecord{}
+	return printObject(w, outputJSON, records)
+}
+
+// printObject writes v as indented JSON or as YAML. A nil slice is written
+// as an empty array, not null.
+func printObject(w io.Writer, format string, v any) error {
+	if records, ok := v.([]registryRecord); ok && records == nil {
+		v = []registryRecord{}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(records)
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if format == outputYAML {
+		if data, err = yaml.JSONToYAML(data); err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", data)
+	return err
+}
+
+// orDash writes "-" for an empty cell.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // newTabWriter aligns columns as kubectl's tables do.

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"sigs.k8s.io/yaml"
+
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/fake"
 	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
@@ -32,7 +37,7 @@ func TestRegistryBadArguments(t *testing.T) {
 		args    []string
 		wantErr []string
 	}{
-		{name: "list -o yaml", args: []string{"registry", "list", kubeconfig, "-o", "yaml"}, wantErr: []string{`-o: unknown output format "yaml"; write -o json or leave it out`}},
+		{name: "list -o wide", args: []string{"registry", "list", kubeconfig, "-o", "wide"}, wantErr: []string{`-o: unknown output format "wide"; write -o json, -o yaml, or leave it out for a table`}},
 		{name: "whois --output=wide", args: []string{"registry", "whois", "10.96.0.1", kubeconfig, "--output=wide"}, wantErr: []string{`unknown output format "wide"`}},
 		{name: "whois without an address", args: []string{"registry", "whois", kubeconfig}, wantErr: []string{"whois takes one IP address or prefix", "whois 10.96.0.1"}},
 		{name: "whois with two addresses", args: []string{"registry", "whois", "10.0.0.1", "10.0.0.2", kubeconfig}, wantErr: []string{"whois takes one IP address or prefix", "got 2"}},
@@ -41,6 +46,52 @@ func TestRegistryBadArguments(t *testing.T) {
 		{name: "unknown subcommand", args: []string{"registry", "lookup"}, wantErr: []string{`unknown command "lookup"`}},
 		{name: "zero timeout", args: []string{"registry", "list", kubeconfig, "--timeout=0s"}, wantErr: []string{"--timeout must be positive"}},
 		{name: "kubeconfig missing", args: []string{"registry", "list", kubeconfig}, wantErr: []string{"--kubeconfig /nonexistent/admin.kubeconfig", "no such file"}},
+
+		// registry claim: every flag that does not go with the others
+		// is named, with what to write.
+		{name: "claim without a name", args: []string{"registry", "claim", kubeconfig}, wantErr: []string{"claim takes the NetworkClaim's name first, e.g. claim cluster-a 10.96.0.0/12"}},
+		{name: "claim nothing", args: []string{"registry", "claim", "cluster-a", kubeconfig}, wantErr: []string{"nothing to claim: give PREFIX arguments, e.g. claim cluster-a 10.96.0.0/12, or --from CLAIM --prefix-length N"}},
+		{name: "claim an invalid name", args: []string{"registry", "claim", "Cluster_A", "10.0.0.0/8", kubeconfig}, wantErr: []string{`NAME "Cluster_A": `, "write a NetworkClaim name such as cluster-a"}},
+		{name: "claim not a prefix", args: []string{"registry", "claim", "a", "10.0.0.300/8", kubeconfig}, wantErr: []string{`PREFIX "10.0.0.300/8": write an IPv4 or IPv6 prefix such as 10.96.0.0/12`}},
+		{name: "claim an address", args: []string{"registry", "claim", "a", "10.0.0.1", kubeconfig}, wantErr: []string{`PREFIX "10.0.0.1": write an IPv4 or IPv6 prefix`}},
+		{name: "claim host bits", args: []string{"registry", "claim", "a", "10.0.0.1/8", kubeconfig}, wantErr: []string{"PREFIX 10.0.0.1/8 has host bits set: write 10.0.0.0/8"}},
+		{name: "claim overlapping prefixes", args: []string{"registry", "claim", "a", "10.0.0.0/8", "10.1.0.0/16", kubeconfig}, wantErr: []string{"PREFIX 10.1.0.0/16 overlaps PREFIX 10.0.0.0/8"}},
+		{name: "prefixes and --prefix-length", args: []string{"registry", "claim", "a", "10.0.0.0/16", "--from=org", "--prefix-length=16", kubeconfig},
+			wantErr: []string{"--prefix-length asks the registry to choose a prefix, PREFIX arguments name them: give one or the other, e.g. claim a --from org --prefix-length 16"}},
+		{name: "--prefix-length without --from", args: []string{"registry", "claim", "a", "--prefix-length=16", kubeconfig},
+			wantErr: []string{"--prefix-length needs --from CLAIM, the claim whose delegable prefix to take the /16 from, e.g. --from org-pods --prefix-length 16"}},
+		{name: "--from without --prefix-length", args: []string{"registry", "claim", "a", "--from=org-pods", kubeconfig},
+			wantErr: []string{"--from org-pods needs --prefix-length N, to let the registry choose a free prefix, e.g. --prefix-length 16, or PREFIX arguments inside a delegable prefix of org-pods"}},
+		{name: "--from-prefix without --from", args: []string{"registry", "claim", "a", "10.0.0.0/16", "--from-prefix=10.0.0.0/8", kubeconfig},
+			wantErr: []string{"--from-prefix needs --from CLAIM, the claim that holds 10.0.0.0/8, e.g. --from org-pods --from-prefix 10.0.0.0/8"}},
+		{name: "--from the claim itself", args: []string{"registry", "claim", "a", "--from=a", "--prefix-length=16", kubeconfig}, wantErr: []string{"--from a names the claim itself"}},
+		{name: "--from not a claim name", args: []string{"registry", "claim", "a", "--from=Org", "--prefix-length=16", kubeconfig}, wantErr: []string{`--from "Org": `, "write a NetworkClaim name such as org-pods"}},
+		{name: "--from-prefix not a prefix", args: []string{"registry", "claim", "a", "--from=org", "--from-prefix=10.0.0.0", "--prefix-length=16", kubeconfig},
+			wantErr: []string{`--from-prefix "10.0.0.0": write an IPv4 or IPv6 prefix such as 10.0.0.0/8`}},
+		{name: "--prefix-length zero", args: []string{"registry", "claim", "a", "--from=org", "--prefix-length=0", kubeconfig},
+			wantErr: []string{"--prefix-length 0: write 1 to 32 for an IPv4 pool, 1 to 128 for an IPv6 one, e.g. --prefix-length 16"}},
+		{name: "--prefix-length longer than the family", args: []string{"registry", "claim", "a", "--from=org", "--from-prefix=10.0.0.0/8", "--prefix-length=48", kubeconfig},
+			wantErr: []string{"--prefix-length 48 does not fit in --from-prefix 10.0.0.0/8: write 8 to 32"}},
+		{name: "--prefix-length shorter than the pool", args: []string{"registry", "claim", "a", "--from=org", "--from-prefix=fd00::/32", "--prefix-length=16", kubeconfig},
+			wantErr: []string{"--prefix-length 16 does not fit in --from-prefix fd00::/32: write 32 to 128"}},
+		{name: "PREFIX outside --from-prefix", args: []string{"registry", "claim", "a", "11.0.0.0/16", "--from=org", "--from-prefix=10.0.0.0/8", kubeconfig},
+			wantErr: []string{"PREFIX 11.0.0.0/16 is not inside --from-prefix 10.0.0.0/8"}},
+		{name: "--name with two prefixes", args: []string{"registry", "claim", "a", "10.0.0.0/16", "10.1.0.0/16", "--name=pods", kubeconfig},
+			wantErr: []string{"--name names one record, and 2 PREFIX arguments make 2: give one PREFIX with --name, or leave --name out"}},
+		{name: "--name not a label", args: []string{"registry", "claim", "a", "--from=org", "--prefix-length=16", "--name=pods.v4", kubeconfig}, wantErr: []string{`--name "pods.v4": `, "write a short name such as pods-v4"}},
+		// A claim name may be longer than a record name.
+		{name: "--from that makes no record name", args: []string{"registry", "claim", "a", "--from=" + strings.Repeat("o", 64), "--prefix-length=16", kubeconfig},
+			wantErr: []string{"--from " + strings.Repeat("o", 64) + " makes no record name: give --name, e.g. --name pods-v4"}},
+		{name: "--reference not a resource", args: []string{"registry", "claim", "a", "10.0.0.0/8", "--reference=Pods", kubeconfig},
+			wantErr: []string{`--reference "Pods": `, "write a plural resource name, with its group unless it is the core group, e.g. pods, services or servicecidrs.networking.k8s.io"}},
+		{name: "--description too long", args: []string{"registry", "claim", "a", "10.0.0.0/8", "--description=" + strings.Repeat("x", 256), kubeconfig}, wantErr: []string{"--description is 256 characters long; write at most 255"}},
+		{name: "empty --field-manager", args: []string{"registry", "claim", "a", "10.0.0.0/8", "--field-manager=", kubeconfig}, wantErr: []string{"--field-manager must not be empty; leave it out for the default"}},
+		{name: "claim -o wide", args: []string{"registry", "claim", "a", "10.0.0.0/8", "-o", "wide", kubeconfig}, wantErr: []string{`-o: unknown output format "wide"`}},
+		{name: "claim zero timeout", args: []string{"registry", "claim", "a", "10.0.0.0/8", "--timeout=0s", kubeconfig}, wantErr: []string{"--timeout must be positive"}},
+
+		{name: "release without a name", args: []string{"registry", "release", kubeconfig}, wantErr: []string{"release takes one NetworkClaim name, e.g. release cluster-a; got 0 arguments"}},
+		{name: "release two", args: []string{"registry", "release", "a", "b", kubeconfig}, wantErr: []string{"got 2 arguments"}},
+		{name: "release -o", args: []string{"registry", "release", "a", "-o", "json", kubeconfig}, wantErr: []string{"unknown shorthand flag: 'o'"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,6 +225,12 @@ func TestRegistryHelp(t *testing.T) {
 		{args: []string{"registry", "--help"}, want: []string{"list ", "whois ", "NetworkClaim", "registry <command> [--kubeconfig=FILE]", "$KUBECONFIG, else in ~/.kube/config"}},
 		{args: []string{"registry", "list", "--help"}, want: []string{"registry list [--kubeconfig=FILE]", "SINCE is how long ago the registry decided", "to $KUBECONFIG, then ~/.kube/config", "--timeout"}},
 		{args: []string{"registry", "whois", "--help"}, want: []string{"registry whois <ip|prefix> [--kubeconfig=FILE]", "to $KUBECONFIG, then ~/.kube/config"}},
+		{args: []string{"registry", "--help"}, want: []string{"claim ", "release "}},
+		{args: []string{"registry", "claim", "--help"}, want: []string{
+			"registry claim NAME PREFIX... | claim NAME --from CLAIM --prefix-length N [--name RECORD]",
+			"--from-prefix", "--delegable", "--field-manager", "exits 1, after printing, when some", "-o json or -o yaml prints the NetworkClaim",
+		}},
+		{args: []string{"registry", "release", "--help"}, want: []string{"registry release NAME [--kubeconfig=FILE]", "stay theirs"}},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -248,22 +305,197 @@ func TestPrintList(t *testing.T) {
 	}
 }
 
+// noChain is the chain of an allocation in a registry that holds nothing
+// it was delegated from.
+func noChain(a networkregistry.Allocation) []networkregistry.Allocation {
+	return []networkregistry.Allocation{a}
+}
+
 func TestPrintWhois(t *testing.T) {
 	allocations := []networkregistry.Allocation{
 		{Claim: "kube-apiserver", Prefix: netip.MustParsePrefix("10.96.0.0/12"), Reference: servicesRef, Description: "Service ClusterIPs", Date: registryDecidedAt.Time},
 		{Claim: "lb", Prefix: netip.MustParsePrefix("10.96.8.0/24"), Date: registryDecidedAt.In(time.FixedZone("CET", 3600))},
 	}
 	var out bytes.Buffer
-	if err := printWhois(&out, recordsOfAllocations(allocations)); err != nil {
+	if err := printWhois(&out, recordsOfAllocations(allocations, noChain)); err != nil {
 		t.Fatal(err)
 	}
 	want := strings.Join([]string{
-		"PREFIX         CLAIM            REFERENCE   ALLOCATED              DESCRIPTION",
-		"10.96.0.0/12   kube-apiserver   services    2026-03-02T11:00:00Z   Service ClusterIPs",
-		"10.96.8.0/24   lb               <none>      2026-03-02T11:00:00Z   ",
+		"PREFIX         CLAIM            REFERENCE   ALLOCATED              CHAIN            DESCRIPTION",
+		"10.96.0.0/12   kube-apiserver   services    2026-03-02T11:00:00Z   kube-apiserver   Service ClusterIPs",
+		"10.96.8.0/24   lb               <none>      2026-03-02T11:00:00Z   lb               ",
 	}, "\n") + "\n"
 	if out.String() != want {
 		t.Errorf("whois table:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+// delegationClaims is a registry where org-pods delegates 10.0.0.0/8,
+// cluster-b takes a /16 of it and delegates it in turn to node-1, and
+// node-2 keeps a /24 of a claim that is gone.
+func delegationClaims() []*v1alpha1.NetworkClaim {
+	length := func(n int32) *int32 { return &n }
+	pods := &v1alpha1.ResourceReference{Resource: "pods"}
+	allocated := func(name, prefix string, from *v1alpha1.ClaimedPrefix) v1alpha1.AddressSpaceStatus {
+		return v1alpha1.AddressSpaceStatus{Name: name, Prefix: prefix, Status: v1alpha1.AllocationAllocated, Date: registryDecidedAt, DelegatedFrom: from}
+	}
+	claim := func(name string, records []v1alpha1.AddressSpaceRecord, statuses ...v1alpha1.AddressSpaceStatus) *v1alpha1.NetworkClaim {
+		return &v1alpha1.NetworkClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       v1alpha1.NetworkClaimSpec{AddressSpace: records},
+			Status:     v1alpha1.NetworkClaimStatus{AddressSpace: statuses},
+		}
+	}
+	return []*v1alpha1.NetworkClaim{
+		claim("org-pods", []v1alpha1.AddressSpaceRecord{{Prefix: "10.0.0.0/8", Delegable: true, Reference: pods, Description: "pods of the org"}},
+			allocated("", "10.0.0.0/8", nil)),
+		claim("cluster-b", []v1alpha1.AddressSpaceRecord{
+			{Name: "pods-v4", From: &v1alpha1.PrefixSource{Claim: "org-pods"}, PrefixLength: length(16), Delegable: true, Reference: pods, Description: "pods of cluster b"},
+			{Name: "pods-v6", From: &v1alpha1.PrefixSource{Claim: "org-pods", Prefix: "fd00::/32"}, PrefixLength: length(48), Reference: pods},
+		},
+			allocated("pods-v4", "10.1.0.0/16", &v1alpha1.ClaimedPrefix{Claim: "org-pods", Prefix: "10.0.0.0/8"}),
+			v1alpha1.AddressSpaceStatus{Name: "pods-v6", Status: v1alpha1.AllocationUnavailable, Date: registryDecidedAt, Reason: v1alpha1.ReasonPoolNotFound,
+				Message: "NetworkClaim org-pods holds no allocated delegable prefix that can hold a /48"}),
+		claim("node-1", []v1alpha1.AddressSpaceRecord{{Name: "pods", From: &v1alpha1.PrefixSource{Claim: "cluster-b"}, PrefixLength: length(24)}},
+			allocated("pods", "10.1.0.0/24", &v1alpha1.ClaimedPrefix{Claim: "cluster-b", Prefix: "10.1.0.0/16"})),
+		claim("node-2", []v1alpha1.AddressSpaceRecord{{Prefix: "10.2.0.0/24", From: &v1alpha1.PrefixSource{Claim: "cluster-z"}}},
+			allocated("", "10.2.0.0/24", &v1alpha1.ClaimedPrefix{Claim: "cluster-z", Prefix: "10.2.0.0/16"})),
+	}
+}
+
+// snapshot is a registry of the claims, as the subcommands read one.
+func snapshot(t *testing.T, claims []*v1alpha1.NetworkClaim) *networkregistry.Registry {
+	t.Helper()
+	client := fake.NewSimpleClientset()
+	for _, c := range claims {
+		if err := client.Tracker().Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := networkregistry.Snapshot(t.Context(), client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// whois shows the delegation chain of every allocation it finds.
+func TestPrintWhoisChain(t *testing.T) {
+	r := snapshot(t, delegationClaims())
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{query: "10.1.0.1", want: []string{
+			"PREFIX        CLAIM       REFERENCE   ALLOCATED              CHAIN                           DESCRIPTION",
+			"10.0.0.0/8    org-pods    pods        2026-03-02T11:00:00Z   org-pods                        pods of the org",
+			"10.1.0.0/16   cluster-b   pods        2026-03-02T11:00:00Z   cluster-b ← org-pods            pods of cluster b",
+			"10.1.0.0/24   node-1      <none>      2026-03-02T11:00:00Z   node-1 ← cluster-b ← org-pods   ",
+		}},
+		{query: "10.2.0.1", want: []string{
+			"PREFIX        CLAIM      REFERENCE   ALLOCATED              CHAIN                           DESCRIPTION",
+			"10.0.0.0/8    org-pods   pods        2026-03-02T11:00:00Z   org-pods                        pods of the org",
+			"10.2.0.0/24   node-2     <none>      2026-03-02T11:00:00Z   node-2 ← cluster-z (released)   ",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.query, func(t *testing.T) {
+			allocations, err := r.WhoHas(tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := printWhois(&out, recordsOfAllocations(allocations, r.Chain)); err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.Join(tc.want, "\n") + "\n"; out.String() != want {
+				t.Errorf("whois %s:\n%s\nwant:\n%s", tc.query, out.String(), want)
+			}
+		})
+	}
+}
+
+// list shows the prefix the registry chose for a record taken from a pool,
+// and "-" while it has none.
+func TestPrintListPools(t *testing.T) {
+	var out bytes.Buffer
+	if err := printList(&out, recordsOfClaims(snapshot(t, delegationClaims()).Claims()), registryNow); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{
+		"CLAIM       PREFIX        STATUS        REFERENCE   SINCE     DETAILS",
+		"cluster-b   -             Unavailable   pods        2d1h      NetworkClaim org-pods holds no allocated delegable prefix that can hold a /48",
+		"cluster-b   10.1.0.0/16   Allocated     pods        2d1h      pods of cluster b",
+		"node-1      10.1.0.0/24   Allocated     <none>      2d1h      ",
+		"node-2      10.2.0.0/24   Allocated     <none>      2d1h      ",
+		"org-pods    10.0.0.0/8    Allocated     pods        2d1h      pods of the org",
+	}, "\n") + "\n"
+	if out.String() != want {
+		t.Errorf("list table:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+// claim prints one row per record of the claim, with the registry's
+// decision, or the claim itself as JSON or YAML.
+func TestPrintClaim(t *testing.T) {
+	claims := delegationClaims()
+	conflict := &v1alpha1.NetworkClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "pods"},
+		Spec: v1alpha1.NetworkClaimSpec{AddressSpace: []v1alpha1.AddressSpaceRecord{
+			{Prefix: "10.96.0.0/16", Description: "pod range"},
+			{Name: "v6", Prefix: "fd00:10:244::/56", Description: "pod range"},
+		}},
+		Status: v1alpha1.NetworkClaimStatus{AddressSpace: []v1alpha1.AddressSpaceStatus{
+			{Prefix: "10.96.0.0/16", Status: v1alpha1.AllocationUnavailable, Date: registryDecidedAt, Reason: v1alpha1.ReasonConflict,
+				Message: "overlaps 10.96.0.0/12 held by NetworkClaim kube-apiserver", ConflictsWith: &v1alpha1.ClaimedPrefix{Claim: "kube-apiserver", Prefix: "10.96.0.0/12"}},
+			{Name: "v6", Prefix: "fd00:10:244::/56", Status: v1alpha1.AllocationAllocated, Date: registryDecidedAt},
+		}},
+	}
+	tests := []struct {
+		name  string
+		claim *v1alpha1.NetworkClaim
+		want  []string
+	}{
+		{name: "pools", claim: claims[1], want: []string{
+			"RECORD    PREFIX        STATUS        REASON         DETAILS",
+			"pods-v4   10.1.0.0/16   Allocated     -              from org-pods 10.0.0.0/8; pods of cluster b",
+			"pods-v6   -             Unavailable   PoolNotFound   NetworkClaim org-pods holds no allocated delegable prefix that can hold a /48",
+		}},
+		{name: "exact prefixes", claim: conflict, want: []string{
+			"RECORD    PREFIX             STATUS        REASON     DETAILS",
+			"-         10.96.0.0/16       Unavailable   Conflict   overlaps 10.96.0.0/12 held by NetworkClaim kube-apiserver",
+			"v6        fd00:10:244::/56   Allocated     -          pod range",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := printClaim(&out, "", tc.claim); err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.Join(tc.want, "\n") + "\n"; out.String() != want {
+				t.Errorf("claim table:\n%s\nwant:\n%s", out.String(), want)
+			}
+		})
+	}
+
+	for _, format := range []string{"json", "yaml"} {
+		t.Run(format, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := printClaim(&out, format, claims[1]); err != nil {
+				t.Fatal(err)
+			}
+			var got v1alpha1.NetworkClaim
+			if err := yaml.UnmarshalStrict(out.Bytes(), &got); err != nil {
+				t.Fatalf("-o %s: %v\n%s", format, err, out.String())
+			}
+			if got.Kind != "NetworkClaim" || got.APIVersion != "networking.x-k8s.io/v1alpha1" || got.Status.AddressSpace[0].Prefix != "10.1.0.0/16" {
+				t.Errorf("-o %s is not the claim as a manifest:\n%s", format, out.String())
+			}
+			if format == "yaml" && !strings.HasPrefix(out.String(), "apiVersion: networking.x-k8s.io/v1alpha1\n") {
+				t.Errorf("-o yaml:\n%s", out.String())
+			}
+		})
 	}
 }
 
@@ -288,9 +520,32 @@ func TestPrintJSON(t *testing.T) {
 			name: "whois",
 			records: recordsOfAllocations([]networkregistry.Allocation{
 				{Claim: "kube-apiserver", Prefix: netip.MustParsePrefix("10.96.0.0/12"), Reference: servicesRef, Description: "Service ClusterIPs", Date: registryDecidedAt.Time},
-			}),
+			}, noChain),
 			want: `[{"claim": "kube-apiserver", "prefix": "10.96.0.0/12", "status": "Allocated", "reference": {"group": "", "resource": "services"},
-			        "description": "Service ClusterIPs", "date": "2026-03-02T11:00:00Z"}]`,
+			        "description": "Service ClusterIPs", "date": "2026-03-02T11:00:00Z", "chain": [{"claim": "kube-apiserver", "prefix": "10.96.0.0/12"}]}]`,
+		},
+		{
+			name:    "list of records taken from pools",
+			records: recordsOfClaims(delegationClaims()[1:2]),
+			want: `[
+			  {"claim": "cluster-b", "name": "pods-v6", "status": "Unavailable", "reference": {"group": "", "resource": "pods"},
+			   "from": {"claim": "org-pods", "prefix": "fd00::/32"}, "prefixLength": 48, "date": "2026-03-02T11:00:00Z",
+			   "reason": "PoolNotFound", "message": "NetworkClaim org-pods holds no allocated delegable prefix that can hold a /48"},
+			  {"claim": "cluster-b", "name": "pods-v4", "prefix": "10.1.0.0/16", "status": "Allocated", "reference": {"group": "", "resource": "pods"},
+			   "description": "pods of cluster b", "delegable": true, "from": {"claim": "org-pods"}, "prefixLength": 16, "date": "2026-03-02T11:00:00Z",
+			   "delegatedFrom": {"claim": "org-pods", "prefix": "10.0.0.0/8"}}
+			]`,
+		},
+		{
+			name: "whois with a chain",
+			records: func() []registryRecord {
+				r := snapshot(t, delegationClaims())
+				allocations, _ := r.WhoHas("10.1.0.0/24")
+				return recordsOfAllocations(allocations[2:], r.Chain)
+			}(),
+			want: `[{"claim": "node-1", "name": "pods", "prefix": "10.1.0.0/24", "status": "Allocated", "date": "2026-03-02T11:00:00Z",
+			        "delegatedFrom": {"claim": "cluster-b", "prefix": "10.1.0.0/16"},
+			        "chain": [{"claim": "node-1", "prefix": "10.1.0.0/24"}, {"claim": "cluster-b", "prefix": "10.1.0.0/16"}, {"claim": "org-pods", "prefix": "10.0.0.0/8"}]}]`,
 		},
 	}
 	for _, tc := range tests {
@@ -383,8 +638,8 @@ func TestRegistryAgainstControlPlane(t *testing.T) {
 		t.Fatalf("registry whois: %v\n%s", err, stderr)
 	}
 	want = [][]string{
-		{"PREFIX", "CLAIM", "REFERENCE", "ALLOCATED", "DESCRIPTION"},
-		{"198.18.0.0/16", "proxy", "services", "*", "proxy range"},
+		{"PREFIX", "CLAIM", "REFERENCE", "ALLOCATED", "CHAIN", "DESCRIPTION"},
+		{"198.18.0.0/16", "proxy", "services", "*", "proxy", "proxy range"},
 	}
 	if !rowsMatch(tableRows(stdout), want) {
 		t.Errorf("registry whois 198.18.1.7:\n%s", stdout)
@@ -405,6 +660,139 @@ func TestRegistryAgainstControlPlane(t *testing.T) {
 	}
 	if len(records) != 1 || records[0]["claim"] != "proxy" || records[0]["prefix"] != "198.18.0.0/16" || records[0]["status"] != "Allocated" {
 		t.Errorf("registry whois -o json: %s", stdout)
+	}
+
+	testRegistryClaimAndRelease(t, kubeconfig)
+	testRegistryClaimFromPool(t, kubeconfig)
+}
+
+// registry claim applies, waits and says what the registry decided;
+// registry release deletes and says what was released. The control plane
+// holds proxy's 198.18.0.0/16 and cni's unavailable 198.18.1.0/24.
+func testRegistryClaimAndRelease(t *testing.T, kubeconfig string) {
+	stdout, stderr, err := runSplit(t, "registry", "claim", "lb", "198.19.0.0/16", "--reference=servicecidrs.networking.k8s.io", "--description=lb range", kubeconfig)
+	if err != nil {
+		t.Fatalf("registry claim lb: %v\n%s", err, stderr)
+	}
+	want := [][]string{
+		{"RECORD", "PREFIX", "STATUS", "REASON", "DETAILS"},
+		{"-", "198.19.0.0/16", "Allocated", "-", "lb range"},
+	}
+	if !rowsMatch(tableRows(stdout), want) {
+		t.Errorf("registry claim lb:\n%s", stdout)
+	}
+
+	// Unavailable: the table says why, and the command fails, as kubectl
+	// wait does when the condition is not met.
+	stdout, _, err = runSplit(t, "registry", "claim", "lb2", "198.18.2.0/24", kubeconfig)
+	if err == nil || err.Error() != "NetworkClaim lb2: 1 of 1 records unavailable; the claim stays, and the registry allocates them when the space they wait for is free (registry release lb2 withdraws it)" {
+		t.Errorf("registry claim of an overlapping prefix: %v; want an error saying the record is unavailable", err)
+	}
+	want = [][]string{
+		{"RECORD", "PREFIX", "STATUS", "REASON", "DETAILS"},
+		{"-", "198.18.2.0/24", "Unavailable", "Conflict", "overlaps 198.18.0.0/16 held by NetworkClaim proxy"},
+	}
+	if !rowsMatch(tableRows(stdout), want) {
+		t.Errorf("registry claim lb2:\n%s", stdout)
+	}
+
+	// Claiming again replaces the records of the last claim with the same
+	// field manager; -o yaml prints the claim.
+	stdout, stderr, err = runSplit(t, "registry", "claim", "lb", "198.20.0.0/16", "198.21.0.0/16", "--delegable", kubeconfig, "-o", "yaml")
+	if err != nil {
+		t.Fatalf("registry claim lb again: %v\n%s", err, stderr)
+	}
+	var claim v1alpha1.NetworkClaim
+	if err := yaml.UnmarshalStrict([]byte(stdout), &claim); err != nil {
+		t.Fatalf("registry claim -o yaml: %v\n%s", err, stdout)
+	}
+	var held []string
+	for _, a := range networkregistry.AllocationsOf(&claim) {
+		held = append(held, fmt.Sprintf("%s delegable=%t", a.Prefix, a.Delegable))
+	}
+	if want := []string{"198.20.0.0/16 delegable=true", "198.21.0.0/16 delegable=true"}; !slices.Equal(held, want) || claim.Kind != "NetworkClaim" {
+		t.Errorf("registry claim lb again holds %q, want %q:\n%s", held, want, stdout)
+	}
+
+	stdout, stderr, err = runSplit(t, "registry", "release", "lb2", kubeconfig)
+	if err != nil {
+		t.Fatalf("registry release lb2: %v\n%s", err, stderr)
+	}
+	rows := tableRows(stdout)
+	want = [][]string{
+		{"NetworkClaim lb2 released; it held:"},
+		{"RECORD", "PREFIX", "STATUS"},
+		{"-", "198.18.2.0/24", "Unavailable"},
+	}
+	if !rowsMatch(rows, want) {
+		t.Errorf("registry release lb2:\n%s", stdout)
+	}
+	_, _, err = runSplit(t, "registry", "release", "lb2", kubeconfig)
+	if err == nil || err.Error() != "NetworkClaim lb2 not found: nothing to release; registry list shows the claims there are" {
+		t.Errorf("registry release of a released claim: %v; want an error saying it is not found", err)
+	}
+
+}
+
+// registry claim --from takes prefixes from delegable ones; each record
+// taken from a pool is applied on its own, and whois shows the chain.
+func testRegistryClaimFromPool(t *testing.T, kubeconfig string) {
+	if _, stderr, err := runSplit(t, "registry", "claim", "org", "10.0.0.0/8", "fd00::/32", "--delegable", "--reference=pods", "--description=org pods", kubeconfig); err != nil {
+		t.Fatalf("registry claim org: %v\n%s", err, stderr)
+	}
+	steps := []struct {
+		args []string
+		want [][]string
+	}{
+		{
+			args: []string{"--from=org", "--prefix-length=16", "--name=pods-v4", "--delegable"},
+			want: [][]string{{"RECORD", "PREFIX", "STATUS", "REASON", "DETAILS"}, {"pods-v4", "10.0.0.0/16", "Allocated", "-", "from org 10.0.0.0/8"}},
+		},
+		{
+			// Another record of the same claim: the first one stays.
+			args: []string{"--from=org", "--from-prefix=fd00::/32", "--prefix-length=48", "--name=pods-v6"},
+			want: [][]string{
+				{"RECORD", "PREFIX", "STATUS", "REASON", "DETAILS"},
+				{"pods-v4", "10.0.0.0/16", "Allocated", "-", "from org 10.0.0.0/8"},
+				{"pods-v6", "fd00::/48", "Allocated", "-", "from org fd00::/32"},
+			},
+		},
+	}
+	for _, step := range steps {
+		stdout, stderr, err := runSplit(t, append([]string{"registry", "claim", "cluster-a", kubeconfig}, step.args...)...)
+		if err != nil || !rowsMatch(tableRows(stdout), step.want) {
+			t.Fatalf("registry claim cluster-a %q: %v\n%s%s", step.args, err, stdout, stderr)
+		}
+	}
+	// Three levels; the record is named after the claim it is taken from.
+	stdout, stderr, err := runSplit(t, "registry", "claim", "node-1", "--from=cluster-a", "--prefix-length=24", kubeconfig)
+	if err != nil || !rowsMatch(tableRows(stdout), [][]string{{"RECORD", "PREFIX", "STATUS", "REASON", "DETAILS"}, {"cluster-a", "10.0.0.0/24", "Allocated", "-", "from cluster-a 10.0.0.0/16"}}) {
+		t.Fatalf("registry claim node-1: %v\n%s%s", err, stdout, stderr)
+	}
+	// A pool without room.
+	stdout, _, err = runSplit(t, "registry", "claim", "node-2", "--from=cluster-a", "--prefix-length=8", kubeconfig)
+	if err == nil || !rowsMatch(tableRows(stdout), [][]string{{"RECORD", "PREFIX", "STATUS", "REASON", "DETAILS"}, {"cluster-a", "-", "Unavailable", "*", "*"}}) {
+		t.Errorf("registry claim node-2 of a /8 from a /16: %v\n%s", err, stdout)
+	}
+
+	stdout, stderr, err = runSplit(t, "registry", "whois", "10.0.0.1", kubeconfig)
+	if err != nil {
+		t.Fatalf("registry whois 10.0.0.1: %v\n%s", err, stderr)
+	}
+	want := [][]string{
+		{"PREFIX", "CLAIM", "REFERENCE", "ALLOCATED", "CHAIN", "DESCRIPTION"},
+		{"10.0.0.0/8", "org", "pods", "*", "org", "org pods"},
+		{"10.0.0.0/16", "cluster-a", "<none>", "*", "cluster-a ← org"},
+		{"10.0.0.0/24", "node-1", "<none>", "*", "node-1 ← cluster-a ← org"},
+	}
+	if !rowsMatch(tableRows(stdout), want) {
+		t.Errorf("registry whois 10.0.0.1:\n%s", stdout)
+	}
+
+	// Releasing a delegating claim says who keeps what it took.
+	stdout, stderr, err = runSplit(t, "registry", "release", "cluster-a", kubeconfig)
+	if err != nil || !strings.Contains(stdout, "10.0.0.0/24 stays with NetworkClaim node-1, which took it from 10.0.0.0/16\n") {
+		t.Errorf("registry release cluster-a: %v\n%s%s", err, stdout, stderr)
 	}
 }
 
