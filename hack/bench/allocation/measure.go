@@ -17,11 +17,12 @@ import (
 
 // measure creates n claims one at a time, made by newClaim from offset on,
 // and returns how long each took from create to a watch event showing its
-// record Allocated.
-func measure(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n, offset int, newClaim func(int) *networkingv1alpha1.NetworkClaim) ([]time.Duration, error) {
+// record Allocated, and the prefixes the first and the last were given.
+func measure(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n, offset int, newClaim func(int) *networkingv1alpha1.NetworkClaim) ([]time.Duration, [2]string, error) {
+	var given [2]string
 	w, err := watchFromNow(ctx, claims)
 	if err != nil {
-		return nil, err
+		return nil, given, err
 	}
 	defer w.Stop()
 	out := make([]time.Duration, 0, n)
@@ -29,14 +30,19 @@ func measure(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n
 		c := newClaim(i)
 		sent := time.Now()
 		if _, err := claims.Create(ctx, c, metav1.CreateOptions{}); err != nil {
-			return nil, err
+			return nil, given, err
 		}
-		if err := waitFor(w, c.Name, allocated, time.Minute); err != nil {
-			return nil, err
+		seen, err := waitFor(w, c.Name, allocated, time.Minute)
+		if err != nil {
+			return nil, given, err
 		}
 		out = append(out, time.Since(sent))
+		if i == offset {
+			given[0] = seen.Status.AddressSpace[0].Prefix
+		}
+		given[1] = seen.Status.AddressSpace[0].Prefix
 	}
-	return out, nil
+	return out, given, nil
 }
 
 // exactClaim is the i-th measured claim of an exact prefix, a /24 of
@@ -66,20 +72,20 @@ func measurePromotion(ctx context.Context, claims clientv1alpha1.NetworkClaimInt
 		if _, err := claims.Create(ctx, claim(holder, prefix), metav1.CreateOptions{}); err != nil {
 			return nil, err
 		}
-		if err := waitFor(w, holder, allocated, time.Minute); err != nil {
+		if _, err := waitFor(w, holder, allocated, time.Minute); err != nil {
 			return nil, err
 		}
 		if _, err := claims.Create(ctx, claim(waiter, prefix), metav1.CreateOptions{}); err != nil {
 			return nil, err
 		}
-		if err := waitFor(w, waiter, unavailable, time.Minute); err != nil {
+		if _, err := waitFor(w, waiter, unavailable, time.Minute); err != nil {
 			return nil, err
 		}
 		sent := time.Now()
 		if err := claims.Delete(ctx, holder, metav1.DeleteOptions{}); err != nil {
 			return nil, err
 		}
-		if err := waitFor(w, waiter, allocated, time.Minute); err != nil {
+		if _, err := waitFor(w, waiter, allocated, time.Minute); err != nil {
 			return nil, err
 		}
 		out = append(out, time.Since(sent))
@@ -98,7 +104,7 @@ func createAndWait(ctx context.Context, claims clientv1alpha1.NetworkClaimInterf
 	if _, err := claims.Create(ctx, c, metav1.CreateOptions{}); err != nil {
 		return time.Time{}, err
 	}
-	if err := waitFor(w, c.Name, allocated, timeout); err != nil {
+	if _, err := waitFor(w, c.Name, allocated, timeout); err != nil {
 		return time.Time{}, err
 	}
 	return time.Now(), nil
@@ -130,20 +136,20 @@ func unavailable(c *networkingv1alpha1.NetworkClaim) bool {
 var errTimeout = errors.New("timed out")
 
 // waitFor waits up to timeout for a watch event showing the claim name in
-// the state that ok tells.
-func waitFor(w watch.Interface, name string, ok func(*networkingv1alpha1.NetworkClaim) bool, timeout time.Duration) error {
+// the state that ok tells, and returns the claim it showed.
+func waitFor(w watch.Interface, name string, ok func(*networkingv1alpha1.NetworkClaim) bool, timeout time.Duration) (*networkingv1alpha1.NetworkClaim, error) {
 	deadline := time.After(timeout)
 	for {
 		select {
 		case ev, open := <-w.ResultChan():
 			if !open {
-				return errors.New("watch closed")
+				return nil, errors.New("watch closed")
 			}
 			if c, isClaim := ev.Object.(*networkingv1alpha1.NetworkClaim); isClaim && c.Name == name && ok(c) {
-				return nil
+				return c, nil
 			}
 		case <-deadline:
-			return fmt.Errorf("NetworkClaim %s: %w after %s", name, errTimeout, timeout)
+			return nil, fmt.Errorf("NetworkClaim %s: %w after %s", name, errTimeout, timeout)
 		}
 	}
 }
