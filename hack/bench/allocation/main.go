@@ -1,14 +1,23 @@
-// Command allocation measures NetworkClaim latency on the all-in-one binary
-// with its defaults, with -present claims already in the registry (a tenth
-// of them waiting on a conflict):
-//   - create-to-Allocated: from sending a create to a watch delivering the
-//     claim's status with its record Allocated;
+// Command allocation measures the NetworkClaim registry on the all-in-one
+// binary with its defaults, with -present claims already in it: a
+// delegable 10.0.0.0/8 (the pool), -pooled-share of the claims /24s taken
+// from it first fit, the others exact IPv6 prefixes, a tenth of which wait
+// on a conflict. It reports, beside the goals it is held to (it never fails
+// on them):
+//   - create-to-Allocated, one claim at a time: from sending a create to a
+//     watch delivering the claim's status with its record Allocated, for an
+//     exact prefix and for a /24 from the pool, whose first fit lies past
+//     every /24 already taken;
 //   - release-to-promotion: from deleting a holder to a watch showing the
 //     claim that waited for its range Allocated;
-//   - after a restart, how long until the first new claim is allocated.
+//   - after a restart, the time from exec until a new claim is allocated;
+//   - memory per claim: the process's live heap and RSS with no claims and
+//     with them, and with and without the allocator.
 //
-// One operation at a time, so the figures are the registry's latency, not a
-// queue's.
+// One operation at a time, so the latencies are the registry's, not a
+// queue's. The registry is filled by parallel creates over several
+// connections; an allocator that does not allocate pool records (KANA v1)
+// is detected, and then only exact prefixes are measured.
 //
 //	go run ./hack/bench/allocation -binary bin/sample-generic-controlplane
 package main
@@ -18,43 +27,90 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
 	clientv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
-	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
 	"sigs.k8s.io/sample-generic-controlplane/hack/bench/internal/benchutil"
 )
 
+// Goals the figures are printed beside.
+const (
+	goalP99   = 20 * time.Millisecond
+	goalFirst = 3 * time.Second
+)
+
+// promotionSamples is how many releases are measured.
+const promotionSamples = 100
+
+type options struct {
+	binary                   string
+	present, samples         int
+	pooledShare              float64
+	restarts                 int
+	workers, connections     int
+	poolTimeout, fillTimeout time.Duration
+	restartTimeout           time.Duration
+	keep                     bool
+}
+
+// withoutAllocator is --controllers for the same control plane without the
+// allocator, whose memory is compared.
+const withoutAllocator = "*,-networkclaim-allocation"
+
 func main() {
-	binary := flag.String("binary", "bin/sample-generic-controlplane", "sample-generic-controlplane binary")
-	present := flag.Int("present", 10_000, "claims in the registry before measuring")
-	samples := flag.Int("samples", 500, "claims created, one at a time, to measure")
-	keep := flag.Bool("keep", false, "keep the data dir and the control plane's logs, and print where")
+	var o options
+	flag.StringVar(&o.binary, "binary", "bin/sample-generic-controlplane", "sample-generic-controlplane binary")
+	flag.IntVar(&o.present, "present", 100_000, "claims in the registry before measuring, the pool included")
+	flag.Float64Var(&o.pooledShare, "pooled-share", 0.5, "share of the present claims that are /24s taken from the pool")
+	flag.IntVar(&o.samples, "samples", 500, "claims of each kind created, one at a time, to measure")
+	flag.IntVar(&o.restarts, "restarts", 3, "restarts measured; medians are reported")
+	flag.IntVar(&o.workers, "workers", 32, "parallel creates while filling the registry")
+	flag.IntVar(&o.connections, "connections", 4, "client connections the creates are spread over")
+	flag.DurationVar(&o.poolTimeout, "pool-timeout", 30*time.Second, "how long a first pool record may take to be allocated before the allocator is taken not to allocate from pools")
+	flag.DurationVar(&o.fillTimeout, "fill-timeout", time.Hour, "how long the registry may take to decide the present claims")
+	flag.DurationVar(&o.restartTimeout, "restart-timeout", 3*time.Minute, "how long after a restart a new claim may take to be allocated; after a restart that took longer, no more are measured")
+	flag.BoolVar(&o.keep, "keep", false, "keep the data dir and the control plane's logs, and print where")
 	flag.Parse()
-	if err := run(*binary, *present, *samples, *keep); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+	if err := run(o); err != nil {
+		benchutil.Fail(err)
 	}
 }
 
-func run(binary string, present, samples int, keep bool) error {
+// results are the figures run prints.
+type results struct {
+	layout                    layout
+	exact, pooled, promotions []time.Duration
+	pooledGiven               [2]string // the first and last measured pool record's prefix
+	claims                    int       // after the restarts
+	ready, firstExact         []time.Duration
+	firstPooled               []time.Duration
+	// restartTimedOut: after the last restart a new claim was not
+	// allocated within restartTimeout.
+	restartTimedOut          bool
+	fresh, filled, restarted memory
+	withoutAllocator         memory
+}
+
+func run(o options) error {
+	if o.present < 2 || o.samples < 1 || o.restarts < 1 || o.workers < 1 || o.connections < 1 {
+		return errors.New("-present must be at least 2, -samples, -restarts, -workers and -connections at least 1")
+	}
 	dir, err := os.MkdirTemp("", "bench-allocation-")
 	if err != nil {
 		return err
 	}
-	if keep {
+	if o.keep {
 		defer fmt.Fprintf(os.Stderr, "data dir and logs kept in %s\n", dir)
 	} else {
 		defer os.RemoveAll(dir) //nolint:errcheck
@@ -64,7 +120,7 @@ func run(binary string, present, samples int, keep bool) error {
 		return err
 	}
 	args := []string{"--data-dir=" + filepath.Join(dir, "data"), "--secure-port=" + strconv.Itoa(port)}
-	cp, err := benchutil.Start(binary, args, filepath.Join(dir, "controlplane.log"))
+	cp, err := benchutil.Start(o.binary, args, filepath.Join(dir, "controlplane.log"))
 	if err != nil {
 		return err
 	}
@@ -72,209 +128,246 @@ func run(binary string, present, samples int, keep bool) error {
 	if err := benchutil.WaitReady(port, cp, time.Minute); err != nil {
 		return fmt.Errorf("control plane: %w", err)
 	}
-	config, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "data", "admin.kubeconfig"))
+	clients, err := newClients(filepath.Join(dir, "data", "admin.kubeconfig"), o.connections)
 	if err != nil {
 		return err
 	}
-	config.QPS = -1
-	claims := versioned.NewForConfigOrDie(config).NetworkingV1alpha1().NetworkClaims()
+	claims := clients[0].NetworkingV1alpha1().NetworkClaims()
+	admin := clients[0].Discovery().RESTClient()
 	ctx := context.Background()
+	var r results
 
+	if r.fresh, err = readMemory(ctx, admin); err != nil {
+		return err
+	}
+	pools, err := probePools(ctx, claims, o.poolTimeout)
+	if err != nil {
+		return err
+	}
+	r.layout = layout{present: o.present}
+	if pools {
+		r.layout.pooled = int(o.pooledShare * float64(o.present-1))
+		if free := poolCapacity - r.layout.pooled - o.samples - o.restarts; free < 0 {
+			return fmt.Errorf("the pool %s holds %d /24s: lower -pooled-share, -present or -samples", poolPrefix, poolCapacity)
+		}
+	}
+
+	fmt.Fprintf(os.Stderr, "filling the registry with %d claims, %d of them pool records\n", o.present, r.layout.pooled)
 	start := time.Now()
-	if err := fill(ctx, claims, present); err != nil {
+	if err := fill(ctx, clients, r.layout, o.workers, o.fillTimeout); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "created and decided %d claims in %s\n", present, time.Since(start).Round(time.Millisecond))
-
-	latencies, err := measure(ctx, claims, samples, 0)
-	if err != nil {
-		return err
-	}
-	promotions, err := measurePromotion(ctx, claims, promotionSamples)
-	if err != nil {
+	fmt.Fprintf(os.Stderr, "  created and decided %d claims in %s\n", o.present, time.Since(start).Round(time.Millisecond))
+	if r.filled, err = readMemory(ctx, admin); err != nil {
 		return err
 	}
 
-	// After a restart the ledger is rebuilt from 10,000 statuses: how long
-	// until the first new claim is allocated.
+	fmt.Fprintln(os.Stderr, "measuring")
+	if r.exact, _, err = measure(ctx, claims, o.samples, 0, exactClaim); err != nil {
+		return err
+	}
+	if pools {
+		if r.pooled, r.pooledGiven, err = measure(ctx, claims, o.samples, 0, pooledClaim); err != nil {
+			return err
+		}
+	}
+	if r.promotions, err = measurePromotion(ctx, claims, promotionSamples); err != nil {
+		return err
+	}
+	r.claims = o.present + len(r.exact) + len(r.pooled) + len(r.promotions) // waiters stay
+
+	for i := range o.restarts {
+		fmt.Fprintf(os.Stderr, "restart %d/%d\n", i+1, o.restarts)
+		if err := cp.Stop(); err != nil {
+			return err
+		}
+		exec := time.Now()
+		cp, err = benchutil.Start(o.binary, args, filepath.Join(dir, fmt.Sprintf("controlplane-restart-%d.log", i+1)))
+		if err != nil {
+			return err
+		}
+		if err := benchutil.WaitReady(port, cp, time.Minute); err != nil {
+			return fmt.Errorf("control plane after restart: %w", err)
+		}
+		r.ready = append(r.ready, time.Since(exec))
+		exact, pooled, err := firstAllocations(ctx, claims, o.samples+i, pools, o.restartTimeout)
+		r.claims++
+		if pools {
+			r.claims++
+		}
+		if errors.Is(err, errTimeout) {
+			fmt.Fprintf(os.Stderr, "  a new claim was not allocated within %s after the restart; no more restarts are measured\n", o.restartTimeout)
+			r.restartTimedOut = true
+			break
+		}
+		if err != nil {
+			return err
+		}
+		r.firstExact = append(r.firstExact, exact.Sub(exec))
+		if pools {
+			r.firstPooled = append(r.firstPooled, pooled.Sub(exec))
+		}
+	}
+	if r.restarted, err = readMemory(ctx, admin); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(os.Stderr, "restart with --controllers=%s\n", withoutAllocator)
 	if err := cp.Stop(); err != nil {
 		return err
 	}
-	restart := time.Now()
-	cp, err = benchutil.Start(binary, args, filepath.Join(dir, "controlplane-restart.log"))
+	cp, err = benchutil.Start(o.binary, append(slices.Clone(args), "--controllers="+withoutAllocator),
+		filepath.Join(dir, "controlplane-without-allocator.log"))
 	if err != nil {
 		return err
 	}
 	if err := benchutil.WaitReady(port, cp, time.Minute); err != nil {
-		return fmt.Errorf("control plane after restart: %w", err)
+		return fmt.Errorf("control plane without the allocator: %w", err)
 	}
-	ready := time.Since(restart)
-	first, err := measure(ctx, claims, 1, samples)
-	if err != nil {
+	if r.withoutAllocator, err = readMemory(ctx, admin); err != nil {
+		return err
+	}
+	if err := cp.Stop(); err != nil {
 		return err
 	}
 
-	fmt.Printf("\nNetworkClaim latency with %d claims present, one operation at a time\n\n", present)
-	fmt.Printf("%-44s %8s %9s %9s %9s %9s %9s\n", "figure", "samples", "p50", "p90", "p99", "max", "min")
-	row("create to Allocated", latencies)
-	row("delete the holder to the waiter Allocated", promotions)
-	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
-	fmt.Printf("\nafter a restart with %d claims: ready in %s, first new claim allocated %s after it was sent (%s after exec)\n",
-		present+samples, ready.Round(time.Millisecond), ms(first[0]), (ready + first[0]).Round(time.Millisecond))
+	report(o, r)
 	return nil
 }
 
-const promotionSamples = 100
-
-func row(name string, d []time.Duration) {
-	slices.Sort(d)
-	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
-	q := func(f float64) string { return ms(d[min(len(d)-1, int(f*float64(len(d))))]) }
-	fmt.Printf("%-44s %8d %9s %9s %9s %9s %9s\n", name, len(d), q(0.50), q(0.90), q(0.99), ms(d[len(d)-1]), ms(d[0]))
-}
-
-// measurePromotion, n times: a holder is allocated a range, a waiter is
-// refused it; then the holder is deleted, and the time until a watch shows
-// the waiter Allocated is taken.
-func measurePromotion(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n int) ([]time.Duration, error) {
-	w, err := watchFromNow(ctx, claims)
+// newClients returns n clientsets for the kubeconfig, each with its own
+// connection: a dialer of its own keeps client-go from sharing one
+// transport, and so one HTTP/2 connection, among them.
+func newClients(kubeconfig string, n int) ([]versioned.Interface, error) {
+	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	defer w.Stop()
-	out := make([]time.Duration, 0, n)
-	for i := range n {
-		holder, waiter := fmt.Sprintf("holder-%03d", i), fmt.Sprintf("waiter-%03d", i)
-		prefix := fmt.Sprintf("192.168.%d.0/24", i)
-		if _, err := claims.Create(ctx, claim(holder, prefix), metav1.CreateOptions{}); err != nil {
+	config.QPS = -1
+	out := make([]versioned.Interface, n)
+	for i := range out {
+		c := rest.CopyConfig(config)
+		c.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		if out[i], err = versioned.NewForConfig(c); err != nil {
 			return nil, err
 		}
-		if err := waitDecision(w, holder, networkingv1alpha1.AllocationAllocated); err != nil {
-			return nil, err
-		}
-		if _, err := claims.Create(ctx, claim(waiter, prefix), metav1.CreateOptions{}); err != nil {
-			return nil, err
-		}
-		if err := waitDecision(w, waiter, networkingv1alpha1.AllocationUnavailable); err != nil {
-			return nil, err
-		}
-		sent := time.Now()
-		if err := claims.Delete(ctx, holder, metav1.DeleteOptions{}); err != nil {
-			return nil, err
-		}
-		if err := waitDecision(w, waiter, networkingv1alpha1.AllocationAllocated); err != nil {
-			return nil, err
-		}
-		out = append(out, time.Since(sent))
 	}
 	return out, nil
 }
 
-// fill creates n claims, 16 at a time, and waits until all are decided.
-// Every tenth claims a /16 over nine /24s of others, so it waits.
-func fill(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n int) error {
-	var next atomic.Int64
+// probePools creates the pool and a record taken from it, and tells
+// whether the allocator allocated the record within timeout. The record is
+// deleted again.
+func probePools(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, timeout time.Duration) (bool, error) {
+	if _, err := createAndWait(ctx, claims, delegableClaim(), time.Minute); err != nil {
+		return false, fmt.Errorf("the pool: %w", err)
+	}
+	probe := poolRecordClaim("probe-pooled")
+	_, err := createAndWait(ctx, claims, probe, timeout)
+	if delErr := claims.Delete(ctx, probe.Name, metav1.DeleteOptions{}); delErr != nil {
+		return false, delErr
+	}
+	if errors.Is(err, errTimeout) {
+		fmt.Fprintf(os.Stderr, "A /%d taken from the pool %s was not allocated within %s: this allocator does not allocate pool records\n"+
+			"(from, prefixLength); measuring exact prefixes only. -pool-timeout waits longer.\n", poolLength, poolPrefix, timeout)
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// firstAllocations, right after a restart, creates a new exact claim and,
+// with pools, a new pool record at once, and returns when a watch saw each
+// Allocated, waiting up to timeout.
+func firstAllocations(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, i int, pools bool, timeout time.Duration) (exact, pooled time.Time, err error) {
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for range 16 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				prefix := fmt.Sprintf("10.%d.%d.0/24", i/256, i%256)
-				if i%10 == 9 {
-					prefix = fmt.Sprintf("10.%d.0.0/16", i/256)
-				}
-				if _, err := claims.Create(ctx, claim(fmt.Sprintf("present-%05d", i), prefix), metav1.CreateOptions{}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
+	var pooledErr error
+	if pools {
+		wg.Go(func() { pooled, pooledErr = createAndWait(ctx, claims, pooledClaim(i), timeout) })
 	}
+	exact, err = createAndWait(ctx, claims, exactClaim(i), timeout)
 	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return err
-	}
-	deadline := time.Now().Add(10 * time.Minute)
-	for time.Now().Before(deadline) {
-		list, err := claims.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		undecided := 0
-		for i := range list.Items {
-			if !networkregistry.Decided(&list.Items[i]) {
-				undecided++
-			}
-		}
-		if undecided == 0 {
-			return nil
-		}
-		time.Sleep(time.Second)
-	}
-	return errors.New("claims still undecided after 10 minutes")
+	return exact, pooled, errors.Join(err, pooledErr)
 }
 
-// measure creates n claims one at a time, from offset, and returns how long
-// each took from create to a watch event showing it Allocated.
-func measure(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n, offset int) ([]time.Duration, error) {
-	w, err := watchFromNow(ctx, claims)
-	if err != nil {
-		return nil, err
-	}
-	defer w.Stop()
-	out := make([]time.Duration, 0, n)
-	for i := offset; i < offset+n; i++ {
-		name := fmt.Sprintf("measured-%05d", i)
-		prefix := fmt.Sprintf("172.%d.%d.0/24", 16+i/256, i%256)
-		sent := time.Now()
-		if _, err := claims.Create(ctx, claim(name, prefix), metav1.CreateOptions{}); err != nil {
-			return nil, err
+func report(o options, r results) {
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+	s := func(v float64) string { return fmt.Sprintf("%.2f s", v) }
+	met := func(ok bool) string {
+		if ok {
+			return "met"
 		}
-		if err := waitDecision(w, name, networkingv1alpha1.AllocationAllocated); err != nil {
-			return nil, err
+		return "missed"
+	}
+
+	l := r.layout
+	fmt.Printf("\nNetworkClaim registry with %d claims present: the delegable %s (NetworkClaim %s), %d /%ds taken from it\n"+
+		"first fit, %d exact IPv6 prefixes (a tenth of them waiting on a conflict); one operation at a time\n\n",
+		l.present, poolPrefix, poolClaim, l.pooled, poolLength, l.others()-l.pooled)
+	fmt.Printf("%-46s %7s %9s %9s %9s %9s %9s  %s\n", "figure", "samples", "p50", "p90", "p99", "max", "min", "goal")
+	row := func(name string, d []time.Duration, goal string) {
+		slices.Sort(d)
+		q := func(f float64) time.Duration { return d[min(len(d)-1, int(f*float64(len(d))))] }
+		fmt.Printf("%-46s %7d %9s %9s %9s %9s %9s  %s\n", name, len(d), ms(q(0.50)), ms(q(0.90)), ms(q(0.99)), ms(d[len(d)-1]), ms(d[0]), goal)
+	}
+	p99goal := func(d []time.Duration) string {
+		slices.Sort(d)
+		return fmt.Sprintf("p99 <= %s: %s", ms(goalP99), met(d[min(len(d)-1, int(0.99*float64(len(d))))] <= goalP99))
+	}
+	row("create to Allocated, exact prefix", r.exact, p99goal(r.exact))
+	if l.pooled > 0 {
+		row(fmt.Sprintf("create to Allocated, /%d from the pool", poolLength), r.pooled, p99goal(r.pooled))
+		fmt.Printf("%-46s %s to %s\n", "  (first fit gave them, in order)", r.pooledGiven[0], r.pooledGiven[1])
+	} else {
+		fmt.Printf("%-46s %7s  (this allocator does not allocate pool records)\n", fmt.Sprintf("create to Allocated, /%d from the pool", poolLength), "-")
+	}
+	row("delete the holder to the waiter Allocated", r.promotions, "")
+
+	seconds := func(d []time.Duration) []float64 {
+		out := make([]float64, len(d))
+		for i, v := range d {
+			out[i] = v.Seconds()
 		}
-		out = append(out, time.Since(sent))
+		return out
 	}
-	return out, nil
-}
-
-// watchFromNow watches the claims from the current resource version.
-func watchFromNow(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface) (watch.Interface, error) {
-	list, err := claims.List(ctx, metav1.ListOptions{Limit: 1})
-	if err != nil {
-		return nil, err
-	}
-	return claims.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-}
-
-// waitDecision waits for a watch event showing the claim's first record
-// with the given status.
-func waitDecision(w watch.Interface, name string, want networkingv1alpha1.AllocationStatus) error {
-	timeout := time.After(time.Minute)
-	for {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return errors.New("watch closed")
-			}
-			c, isClaim := ev.Object.(*networkingv1alpha1.NetworkClaim)
-			if isClaim && c.Name == name && networkregistry.Decided(c) && c.Status.AddressSpace[0].Status == want {
-				return nil
-			}
-		case <-timeout:
-			return fmt.Errorf("NetworkClaim %s not %s within a minute", name, want)
+	fmt.Printf("\nafter a restart with %d claims, median (min-max) of %d restarts\n\n", r.claims, len(r.ready))
+	cell := func(d []time.Duration) string { return benchutil.Cell(seconds(d), s) }
+	first := func(name string, d []time.Duration) {
+		switch {
+		case r.restartTimedOut && len(d) == 0:
+			fmt.Printf("  %-44s %26s  goal <= %s: missed\n", name, "> "+o.restartTimeout.String(), s(goalFirst.Seconds()))
+		case len(d) > 0:
+			fmt.Printf("  %-44s %26s  goal <= %s: %s\n", name, cell(d), s(goalFirst.Seconds()), met(benchutil.Median(seconds(d)) <= goalFirst.Seconds()))
 		}
 	}
-}
-
-func claim(name, prefix string) *networkingv1alpha1.NetworkClaim {
-	return &networkingv1alpha1.NetworkClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       networkingv1alpha1.NetworkClaimSpec{AddressSpace: []networkingv1alpha1.AddressSpaceRecord{{Prefix: prefix}}},
+	fmt.Printf("  %-44s %26s\n", "exec to ready", cell(r.ready))
+	first("exec to a new exact claim Allocated", r.firstExact)
+	if l.pooled > 0 {
+		first("exec to a new pool record Allocated", r.firstPooled)
 	}
+	if r.restartTimedOut && len(r.firstExact) > 0 {
+		fmt.Printf("  (and after restart %d, a new claim was not allocated within %s)\n", len(r.ready), o.restartTimeout)
+	}
+
+	fmt.Printf("\nmemory of the whole process (API server and its watch cache, embedded etcd, every controller), read from\n" +
+		"/metrics once it idles, right after a GC forced through /debug/pprof/heap?gc=1: live heap = go_memstats_heap_alloc_bytes,\n" +
+		"RSS = process_resident_memory_bytes\n\n")
+	fmt.Printf("  %-80s %10s %10s\n", "", "live heap", "RSS")
+	mem := func(name string, m memory) {
+		note := ""
+		if !m.collected {
+			note += "  (no GC forced: profiling is off, the heap includes garbage)"
+		}
+		if m.busy {
+			note += "  (read while still busy after a minute)"
+		}
+		fmt.Printf("  %-80s %10s %10s%s\n", name, mib(m.live), mib(m.rss), note)
+	}
+	mem("no claims, fresh start", r.fresh)
+	mem(fmt.Sprintf("%d claims, just filled", l.present), r.filled)
+	mem(fmt.Sprintf("%d claims, after a restart", r.claims), r.restarted)
+	mem(fmt.Sprintf("%d claims, after a restart with --controllers=%s", r.claims, withoutAllocator), r.withoutAllocator)
+	fmt.Printf("  %-80s %10s %10s\n", "per claim, whole process (after a restart - no claims)",
+		perClaim(r.fresh.live, r.restarted.live, r.claims), perClaim(r.fresh.rss, r.restarted.rss, r.claims))
+	fmt.Printf("  %-80s %10s %10s\n", "per claim, the allocator (with it - without it)",
+		perClaim(r.withoutAllocator.live, r.restarted.live, r.claims), perClaim(r.withoutAllocator.rss, r.restarted.rss, r.claims))
 }

@@ -15,11 +15,15 @@ import (
 	"time"
 )
 
-// Process is a child process whose output goes to a log file.
+// Process is a child process whose output goes to a log file. Stop and
+// Kill may be called more than once, e.g. once to measure and again
+// deferred.
 type Process struct {
-	Cmd  *exec.Cmd
-	Log  string
-	done chan error
+	Cmd *exec.Cmd
+	Log string
+	// exited is closed once the process has exited and err is set.
+	exited chan struct{}
+	err    error
 }
 
 // Start runs path with args, output to logFile.
@@ -34,19 +38,26 @@ func Start(path string, args []string, logFile string) (*Process, error) {
 		log.Close() //nolint:errcheck
 		return nil, fmt.Errorf("starting %s: %w", path, err)
 	}
-	p := &Process{Cmd: cmd, Log: logFile, done: make(chan error, 1)}
+	p := &Process{Cmd: cmd, Log: logFile, exited: make(chan struct{})}
 	go func() {
-		p.done <- cmd.Wait()
+		p.err = cmd.Wait()
 		log.Close() //nolint:errcheck
+		close(p.exited)
 	}()
 	return p, nil
 }
 
-// Stop sends SIGTERM and waits up to a minute, then kills.
+// Stop sends SIGTERM and waits up to a minute, then kills. It does
+// nothing to a process that has exited.
 func (p *Process) Stop() error {
+	select {
+	case <-p.exited:
+		return nil
+	default:
+	}
 	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case <-p.exited:
 		return nil
 	case <-time.After(time.Minute):
 		p.Kill()
@@ -56,8 +67,13 @@ func (p *Process) Stop() error {
 
 // Kill ends the process at once and waits for it.
 func (p *Process) Kill() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
 	_ = p.Cmd.Process.Kill()
-	<-p.done
+	<-p.exited
 }
 
 // WaitReady polls https://127.0.0.1:port/readyz every 5 ms until it answers
@@ -81,9 +97,8 @@ func WaitReady(port int, p *Process, timeout time.Duration) error {
 			}
 		}
 		select {
-		case err := <-p.done:
-			p.done <- err
-			return fmt.Errorf("exited before ready (%v); log: %s", err, p.Log)
+		case <-p.exited:
+			return fmt.Errorf("exited before ready (%v); log: %s", p.err, p.Log)
 		case <-ctx.Done():
 			return fmt.Errorf("not ready after %s; log: %s", timeout, p.Log)
 		case <-time.After(5 * time.Millisecond):

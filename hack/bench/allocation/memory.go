@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+)
+
+// memory is what the control plane's /metrics says of its memory, read
+// right after a garbage collection that /debug/pprof/heap?gc=1 forced: live
+// is the Go heap that survived it (go_memstats_heap_alloc_bytes), rss the
+// process's resident set (process_resident_memory_bytes). Both are the
+// whole process: API server, watch cache, embedded etcd and controllers.
+type memory struct {
+	live, rss float64
+	// collected says whether the GC was forced; without profiling it was
+	// not, and live includes garbage.
+	collected bool
+	// busy says the process had not come to idle within a minute.
+	busy bool
+}
+
+// readMemory waits until the control plane idles (its informers and
+// controllers have caught up), forces a GC and reads its memory.
+func readMemory(ctx context.Context, client rest.Interface) (memory, error) {
+	idle, err := settle(ctx, client)
+	if err != nil {
+		return memory{}, err
+	}
+	_, gcErr := client.Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx)
+	metrics, err := readMetrics(ctx, client, "go_memstats_heap_alloc_bytes", "process_resident_memory_bytes")
+	if err != nil {
+		return memory{}, err
+	}
+	return memory{live: metrics[0], rss: metrics[1], collected: gcErr == nil, busy: !idle}, nil
+}
+
+// settle waits, up to a minute, until the process used less than a tenth
+// of a CPU over a second, and tells whether it did.
+func settle(ctx context.Context, client rest.Interface) (bool, error) {
+	last := -1.0
+	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		m, err := readMetrics(ctx, client, "process_cpu_seconds_total")
+		if err != nil {
+			return false, err
+		}
+		idle := last >= 0 && m[0]-last < 0.1
+		last = m[0]
+		return idle, nil
+	})
+	if wait.Interrupted(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// readMetrics returns the values of unlabelled metrics from /metrics, in
+// the order of names.
+func readMetrics(ctx context.Context, client rest.Interface, names ...string) ([]float64, error) {
+	body, err := client.Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading /metrics: %w", err)
+	}
+	found := map[string]float64{}
+	scanner := bufio.NewScanner(bytes.NewReader(body))
+	scanner.Buffer(nil, 1<<20)
+	for scanner.Scan() {
+		name, value, ok := strings.Cut(scanner.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			found[name] = v
+		}
+	}
+	out := make([]float64, len(names))
+	for i, name := range names {
+		v, ok := found[name]
+		if !ok {
+			return nil, fmt.Errorf("/metrics has no %s", name)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// perClaim formats bytes per claim, from the growth of a figure over n
+// claims.
+func perClaim(before, after float64, n int) string {
+	return fmt.Sprintf("%.2f KiB", (after-before)/float64(n)/1024)
+}
+
+// mib formats bytes in MiB.
+func mib(b float64) string { return fmt.Sprintf("%.0f MiB", b/(1<<20)) }
