@@ -43,6 +43,7 @@ import (
 	clientscheme "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/scheme"
 	"sigs.k8s.io/sample-generic-controlplane/client/informers/externalversions"
 	listers "sigs.k8s.io/sample-generic-controlplane/client/listers/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
@@ -125,6 +126,11 @@ type Controller struct {
 	// decider and the status workers.
 	mu     sync.Mutex
 	ledger *ledger
+	// decided is the resourceVersion of each claim as the decider (or the
+	// restore) last saw it: a name queued again for the same version, as
+	// the first list queues every claim the restore already read, is
+	// nothing new. Only the decider uses it, after the restore.
+	decided map[string]string
 }
 
 // errWaitingForRelease: a decision must wait for another claim's status to
@@ -158,7 +164,8 @@ func NewController(ctx context.Context, client versioned.Interface, eventClient 
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "-decisions"}),
 		statuses: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "-statuses"}),
-		ledger: newLedger(time.Now),
+		ledger:  newLedger(time.Now),
+		decided: map[string]string{},
 	}
 	registration, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -231,10 +238,18 @@ func (c *Controller) restore(ctx context.Context) {
 	c.mu.Unlock()
 
 	klog.FromContext(ctx).V(2).Info("Rebuilt the ledger from status", "claims", len(claims), "allocated", allocated, "waiting", waiting, "newDecisions", len(changes), "duration", time.Since(start))
-	c.report(ctx, changes, nil)
+	c.report(ctx, changes, nil) // queues the claims with new decisions
 	setRecordCounts(allocated, waiting)
 	for _, claim := range claims {
-		c.statuses.Add(claim.Name)
+		c.decided[claim.Name] = claim.ResourceVersion
+		if networkregistry.Decided(claim) {
+			// Its status most likely shows the ledger already: checked a
+			// second later, so that new claims are not queued behind
+			// every claim of the registry.
+			c.statuses.AddAfter(claim.Name, time.Second)
+		} else {
+			c.statuses.Add(claim.Name)
+		}
 	}
 }
 
@@ -262,6 +277,14 @@ func (c *Controller) decide(ctx context.Context, name string) {
 	if err != nil && !apierrors.IsNotFound(err) {
 		utilruntime.HandleErrorWithContext(ctx, err, "Reading a NetworkClaim from the cache failed", "claim", name)
 		return
+	}
+	if claim != nil && c.decided[name] == claim.ResourceVersion {
+		return // seen as it is
+	}
+	if claim != nil {
+		c.decided[name] = claim.ResourceVersion
+	} else {
+		delete(c.decided, name)
 	}
 	var deleted *networkingv1alpha1.NetworkClaim
 	c.mu.Lock()

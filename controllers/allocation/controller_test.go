@@ -169,6 +169,7 @@ func TestPromotionIsWrittenAfterTheRelease(t *testing.T) {
 		name, _ := tc.statuses.Get()
 		tc.statuses.Done(name)
 	}
+	written.ResourceVersion = "3" // as the API server's write would; the fake keeps it
 	tc.cache(t, written)
 	tc.decide(t.Context(), "x")
 	if !queued(tc.Controller, "w") {

@@ -36,6 +36,8 @@ import (
 type ledger struct {
 	now    func() time.Time
 	claims map[string]*claimEntry
+	// total counts the records of all claims.
+	total int
 	// held indexes the allocated records by prefix.
 	held prefixindex.Index[*record]
 	// waiting indexes the waiting records that name their prefix, for
@@ -270,6 +272,7 @@ func (l *ledger) sync(c claimSpec) []change {
 			changes = append(changes, change{kind: changeReleased, claim: c.name, key: k, prefix: r.prefix})
 		}
 		delete(e.records, k)
+		l.total--
 	}
 	// Release before deciding: space moved within the spec of one claim
 	// must not be blocked by its own old record.
@@ -281,6 +284,7 @@ func (l *ledger) sync(c claimSpec) []change {
 		}
 		r := &record{claim: c.name, key: rs.key, req: rs.req, seq: c.resourceVersion, since: now.Truncate(time.Second), observed: now}
 		e.records[rs.key] = r
+		l.total++
 		changes = append(changes, l.decide(r))
 		if r.allocated && r.req.delegable {
 			changes = append(changes, l.promote(l.candidates(nil, []string{c.name}))...)
@@ -297,6 +301,7 @@ func (l *ledger) forget(name string, uid types.UID) []change {
 		return nil
 	}
 	delete(l.claims, name)
+	l.total -= len(e.records)
 	var changes []change
 	var freed []*record
 	for _, k := range sortedKeys(e.records) {
@@ -705,6 +710,7 @@ func (l *ledger) restore(claims []claimSpec) []change {
 	l.waitingFrom = map[string]map[*record]bool{}
 	l.claims = map[string]*claimEntry{}
 	l.full = map[*record]fullMark{}
+	l.total = 0
 	var standing, undecided []*record
 	recorded := map[*record]recordedStatus{}
 	now := l.now()
@@ -715,6 +721,7 @@ func (l *ledger) restore(claims []claimSpec) []change {
 			e.order = append(e.order, rs.key)
 			r := &record{claim: c.name, key: rs.key, req: rs.req, seq: c.resourceVersion, since: now.Truncate(time.Second)}
 			e.records[rs.key] = r
+			l.total++
 			s, ok := c.recorded[rs.key]
 			switch {
 			case !ok:
@@ -898,11 +905,7 @@ func (l *ledger) recorded(name string, generation int64) []time.Time {
 
 // counts returns the number of allocated and waiting records.
 func (l *ledger) counts() (allocated, waiting int) {
-	allocated = l.held.Len()
-	for _, e := range l.claims {
-		waiting += len(e.records)
-	}
-	return allocated, waiting - allocated
+	return l.held.Len(), l.total - l.held.Len()
 }
 
 // recordStored updates the write fence with what a claim's status now

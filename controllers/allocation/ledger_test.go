@@ -503,6 +503,7 @@ func free(held map[*record]netip.Prefix, r *record, p netip.Prefix) bool {
 
 func checkLedger(t *testing.T, where string, l *ledger, before map[*record]netip.Prefix, changes []change) {
 	t.Helper()
+	checkCounts(t, where, l)
 	held := heldBy(l)
 	// Allocations overlap only within a chain.
 	for a, p := range held {
@@ -613,4 +614,22 @@ func (r recordSpec) String() string {
 		b.WriteString("*")
 	}
 	return b.String()
+}
+
+// counts must agree with the records, which it no longer walks.
+func checkCounts(t *testing.T, where string, l *ledger) {
+	t.Helper()
+	allocated, waiting := 0, 0
+	for _, e := range l.claims {
+		for _, r := range e.records {
+			if r.allocated {
+				allocated++
+			} else {
+				waiting++
+			}
+		}
+	}
+	if a, w := l.counts(); a != allocated || w != waiting {
+		t.Errorf("%s: counts() = %d allocated, %d waiting; the records say %d and %d", where, a, w, allocated, waiting)
+	}
 }
