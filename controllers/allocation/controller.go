@@ -121,6 +121,10 @@ type Controller struct {
 	// show the ledger's decisions, for the workers.
 	decisions workqueue.TypedRateLimitingInterface[string]
 	statuses  workqueue.TypedRateLimitingInterface[string]
+	// checks holds, after a restore, the claims whose status most likely
+	// shows the ledger already: one worker checks them, so that new
+	// decisions are not written behind every claim of the registry.
+	checks workqueue.TypedRateLimitingInterface[string]
 
 	// mu guards the ledger, and with it the write fence, between the
 	// decider and the status workers.
@@ -164,6 +168,8 @@ func NewController(ctx context.Context, client versioned.Interface, eventClient 
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "-decisions"}),
 		statuses: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "-statuses"}),
+		checks: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "-checks"}),
 		ledger:  newLedger(time.Now),
 		decided: map[string]string{},
 	}
@@ -198,6 +204,7 @@ func (c *Controller) Run(ctx context.Context) {
 	defer c.broadcaster.Shutdown()
 	defer c.decisions.ShutDown()
 	defer c.statuses.ShutDown()
+	defer c.checks.ShutDown()
 	// A replica that stops leading must not report the leader's ledger.
 	defer recordsMetric.Reset()
 	c.informers.Start(ctx.Done())
@@ -212,9 +219,11 @@ func (c *Controller) Run(ctx context.Context) {
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.statusWorker, time.Second) })
 	}
+	wg.Go(func() { wait.UntilWithContext(ctx, c.checkWorker, time.Second) })
 	<-ctx.Done()
 	c.decisions.ShutDown()
 	c.statuses.ShutDown()
+	c.checks.ShutDown()
 	wg.Wait()
 }
 
@@ -243,10 +252,7 @@ func (c *Controller) restore(ctx context.Context) {
 	for _, claim := range claims {
 		c.decided[claim.Name] = claim.ResourceVersion
 		if networkregistry.Decided(claim) {
-			// Its status most likely shows the ledger already: checked a
-			// second later, so that new claims are not queued behind
-			// every claim of the registry.
-			c.statuses.AddAfter(claim.Name, time.Second)
+			c.checks.Add(claim.Name)
 		} else {
 			c.statuses.Add(claim.Name)
 		}
@@ -373,20 +379,30 @@ func (c *Controller) statusWorker(ctx context.Context) {
 	}
 }
 
+func (c *Controller) checkWorker(ctx context.Context) {
+	for c.writeNextOf(ctx, c.checks) {
+	}
+}
+
 func (c *Controller) writeNext(ctx context.Context) bool {
-	name, quit := c.statuses.Get()
+	return c.writeNextOf(ctx, c.statuses)
+}
+
+// writeNextOf writes the status of the next claim of queue.
+func (c *Controller) writeNextOf(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string]) bool {
+	name, quit := queue.Get()
 	if quit {
 		return false
 	}
-	defer c.statuses.Done(name)
+	defer queue.Done(name)
 	if err := c.writeStatus(ctx, name); err != nil {
 		if !apierrors.IsConflict(err) && !errors.Is(err, errWaitingForRelease) {
 			utilruntime.HandleErrorWithContext(ctx, err, "Writing NetworkClaim status failed; will retry", "claim", name)
 		}
-		c.statuses.AddRateLimited(name)
+		queue.AddRateLimited(name)
 		return true
 	}
-	c.statuses.Forget(name)
+	queue.Forget(name)
 	return true
 }
 
