@@ -1,14 +1,15 @@
 // Package allocation runs the NetworkClaim registry: it allocates each
-// claimed prefix that overlaps no prefix allocated to another claim, marks
-// the others Unavailable naming their holder, and promotes waiting records
-// first come, first served when space is freed.
+// claimed prefix that overlaps no prefix allocated to another claim outside
+// its delegation chain, fills records taken from pools first fit, marks the
+// others Unavailable saying why in status fields, and promotes waiting
+// records first come, first served when space is freed.
 //
-// Decisions are made in one place, a ledger in memory, in the order the
-// informer delivers claims (the order of etcd), and only then written to
-// each claim's status by a few workers: deciding never waits for the API,
-// and two records can never both be allocated the same space. Status is the
-// source of truth: at start (and at every new leadership term) the ledger is
-// rebuilt from it, from a consistent read.
+// Decisions are made in one place, a ledger in memory, by one decider in
+// the order the informer delivers claims (the order of etcd), and only
+// then written to each claim's status by a few workers: deciding never
+// waits for the API, and two records can never both be allocated the same
+// space. Status is the source of truth: at start (and at every new
+// leadership term) the ledger is rebuilt from it, from a consistent read.
 package allocation
 
 import (
