@@ -530,21 +530,19 @@ func recordSpecOf(r networkingv1alpha1.AddressSpaceRecord) (recordSpec, error) {
 	return rs, nil
 }
 
-// keyOfStatus is the ledger's key of a status record.
-func keyOfStatus(r networkingv1alpha1.AddressSpaceStatus) (recordKey, bool) {
-	if r.Name != "" {
-		return recordKey{name: r.Name}, true
-	}
-	p, err := netip.ParsePrefix(r.Prefix)
-	return recordKey{prefix: p}, err == nil
-}
-
-// recordedOf is the decisions a claim's status records, by record key.
+// recordedOf is the decisions a claim's status records, by record key:
+// the status records that answer a spec record as it asks now (see
+// networkregistry.Decisions), so that a record that asks for other space
+// than it was given is decided again.
 func recordedOf(claim *networkingv1alpha1.NetworkClaim) map[recordKey]recordedStatus {
 	out := map[recordKey]recordedStatus{}
-	for _, r := range claim.Status.AddressSpace {
-		key, ok := keyOfStatus(r)
-		if !ok {
+	for _, d := range networkregistry.Decisions(claim) {
+		r := d.Status
+		if r == nil {
+			continue
+		}
+		rs, err := recordSpecOf(d.Record)
+		if err != nil {
 			continue
 		}
 		s := recordedStatus{allocated: r.Status == networkingv1alpha1.AllocationAllocated, date: r.Date.Time, reason: r.Reason}
@@ -557,10 +555,7 @@ func recordedOf(claim *networkingv1alpha1.NetworkClaim) map[recordKey]recordedSt
 			s.conflict.claim = c.Claim
 			s.conflict.prefix, _ = netip.ParsePrefix(c.Prefix)
 		}
-		if d := r.DelegatedFrom; d != nil {
-			s.parentClaim = d.Claim
-		}
-		out[key] = s
+		out[rs.key] = s
 	}
 	return out
 }

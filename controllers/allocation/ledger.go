@@ -186,8 +186,6 @@ type recordedStatus struct {
 	reason    string
 	// conflict is the allocation a Conflict record names.
 	conflict holding
-	// parentClaim is the claim an allocated record was delegated from.
-	parentClaim string
 }
 
 // changeKind says what happened to a record.
@@ -700,9 +698,9 @@ func compareWaiting(a, b *record) int {
 }
 
 // restore replaces the ledger's decisions with ones rebuilt from the
-// claims' status: recorded allocations that still answer their record's
-// request stand, then records waiting and undecided records are decided
-// first come, first served. Should status ever hold overlapping
+// claims' status: recorded allocations stand (the caller passes only those
+// that answer their record's request as it is now), then records waiting
+// and undecided records are decided first come, first served. Should status ever hold overlapping
 // allocations, the first seen stands and the other is decided again. The
 // write fence is kept: it follows the informer, not the ledger.
 func (l *ledger) restore(claims []claimSpec) []change {
@@ -727,13 +725,9 @@ func (l *ledger) restore(claims []claimSpec) []change {
 			case !ok:
 				r.observed = now
 				undecided = append(undecided, r)
-			case s.allocated && answers(rs.req, s):
+			case s.allocated:
 				r.seq, r.since, r.prefix = s.seq, s.date, s.prefix
 				standing = append(standing, r)
-			case s.allocated:
-				// The record asks for other space than it was given.
-				r.observed = now
-				undecided = append(undecided, r)
 			default:
 				r.seq, r.since = s.seq, s.date
 				recorded[r] = s
@@ -834,21 +828,6 @@ func (l *ledger) orphanInside(r *record, p, outer netip.Prefix) bool {
 		top, topPrefix = parent, parent.prefix
 	}
 	return top.req.from != "" && outer.Bits() <= topPrefix.Bits() && outer.Contains(topPrefix.Addr())
-}
-
-// answers reports whether a recorded allocation answers a request: the
-// same prefix, or one of the pool's length taken from the same claim.
-func answers(req request, s recordedStatus) bool {
-	if !s.prefix.IsValid() {
-		return false
-	}
-	if req.length < 0 {
-		return s.prefix == req.prefix
-	}
-	if s.prefix.Bits() != req.length || (s.parentClaim != "" && s.parentClaim != req.from) {
-		return false
-	}
-	return !req.pool.IsValid() || (req.pool.Contains(s.prefix.Addr()) && req.pool.Bits() <= s.prefix.Bits())
 }
 
 // stillBlocks reports whether holder, an allocation of another record, is

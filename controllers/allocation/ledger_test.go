@@ -268,9 +268,6 @@ func statusOf(l *ledger) []claimSpec {
 			if r.reason == reasonConflict {
 				rs.conflict = r.holder
 			}
-			if parent := l.parentFor(r.req, r.prefix, false); r.allocated && parent != nil {
-				rs.parentClaim = parent.claim
-			}
 			s.recorded[k] = rs
 		}
 		out = append(out, s)
@@ -318,7 +315,7 @@ func TestLedgerRestore(t *testing.T) {
 		}(),
 		func() claimSpec {
 			s := spec("p", 2, pool("pods", "org", 16))
-			s.recorded = map[recordKey]recordedStatus{{name: "pods"}: {allocated: true, prefix: netip.MustParsePrefix("10.12.0.0/16"), seq: 2, parentClaim: "org"}}
+			s.recorded = map[recordKey]recordedStatus{{name: "pods"}: {allocated: true, prefix: netip.MustParsePrefix("10.12.0.0/16"), seq: 2}}
 			return s
 		}(),
 	})

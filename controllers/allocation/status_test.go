@@ -58,7 +58,7 @@ func TestDesiredStatusRoundTrip(t *testing.T) {
 
 	claim.Status = status
 	recorded := recordedOf(claim)
-	if r := recorded[recordKey{name: "pods"}]; !r.allocated || r.prefix != netip.MustParsePrefix("10.1.0.0/16") || r.seq != 42 || r.parentClaim != "org" {
+	if r := recorded[recordKey{name: "pods"}]; !r.allocated || r.prefix != netip.MustParsePrefix("10.1.0.0/16") || r.seq != 42 {
 		t.Errorf("pods read back as %+v", r)
 	}
 	if r := recorded[recordKey{prefix: netip.MustParsePrefix("10.96.0.0/12")}]; r.allocated || r.reason != reasonConflict || r.conflict != (holding{"kube", netip.MustParsePrefix("10.96.0.0/16")}) {
@@ -66,5 +66,12 @@ func TestDesiredStatusRoundTrip(t *testing.T) {
 	}
 	if r := recorded[recordKey{name: "more"}]; r.allocated || r.reason != reasonPoolExhausted || r.prefix.IsValid() || r.seq != 44 {
 		t.Errorf("more read back as %+v", r)
+	}
+	// Asked for another length since, pods's allocation answers an earlier
+	// request: it is not read back, and the record is decided again.
+	longer := int32(24)
+	claim.Spec.AddressSpace[0].PrefixLength = &longer
+	if r, ok := recordedOf(claim)[recordKey{name: "pods"}]; ok {
+		t.Errorf("pods's /16 was read back for a /24 request: %+v", r)
 	}
 }
