@@ -77,15 +77,16 @@ func waitDecided(t *testing.T, claims clientv1alpha1.NetworkClaimInterface, name
 	return waitForClaim(t, claims, name, "decided", networkregistry.Decided)
 }
 
-// record returns the claim's status record for prefix.
-func record(t *testing.T, c *networkingv1alpha1.NetworkClaim, prefix string) networkingv1alpha1.AddressSpaceStatus {
+// record returns the claim's status record for key: its prefix, or for a
+// record taken from a pool, its name.
+func record(t *testing.T, c *networkingv1alpha1.NetworkClaim, key string) networkingv1alpha1.AddressSpaceStatus {
 	t.Helper()
 	for _, r := range c.Status.AddressSpace {
-		if r.Prefix == prefix {
+		if r.Prefix == key || r.Name == key {
 			return r
 		}
 	}
-	t.Fatalf("NetworkClaim %s has no status record for %s: %+v", c.Name, prefix, statusOf(c))
+	t.Fatalf("NetworkClaim %s has no status record for %s: %+v", c.Name, key, statusOf(c))
 	return networkingv1alpha1.AddressSpaceStatus{}
 }
 

@@ -27,21 +27,9 @@ func claimOf(name string, records ...networkingv1alpha1.AddressSpaceRecord) *net
 	return &networkingv1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: networkingv1alpha1.NetworkClaimSpec{AddressSpace: records}}
 }
 
-// named returns the claim's status record named name.
-func named(t *testing.T, c *networkingv1alpha1.NetworkClaim, name string) networkingv1alpha1.AddressSpaceStatus {
-	t.Helper()
-	for _, r := range c.Status.AddressSpace {
-		if r.Name == name {
-			return r
-		}
-	}
-	t.Fatalf("NetworkClaim %s has no status record %s: %+v", c.Name, name, statusOf(c))
-	return networkingv1alpha1.AddressSpaceStatus{}
-}
-
 func expectChosen(t *testing.T, c *networkingv1alpha1.NetworkClaim, name, prefix, parentClaim, parentPrefix string) {
 	t.Helper()
-	r := named(t, c, name)
+	r := record(t, c, name)
 	if r.Status != networkingv1alpha1.AllocationAllocated || r.Prefix != prefix || r.DelegatedFrom == nil ||
 		*r.DelegatedFrom != (networkingv1alpha1.ClaimedPrefix{Claim: parentClaim, Prefix: parentPrefix}) {
 		t.Errorf("NetworkClaim %s record %s: %+v, want Allocated %s from %s %s", c.Name, name, r, prefix, parentClaim, parentPrefix)
@@ -107,14 +95,14 @@ func TestPoolsAndDelegation(t *testing.T) {
 	waitDecided(t, claims, "deleg-c")
 	createClaims(t, claims, claimOf("deleg-d", poolRecord("p", "deleg-org", 14)))
 	d := waitDecided(t, claims, "deleg-d")
-	if r := named(t, d, "p"); r.Status != networkingv1alpha1.AllocationUnavailable || r.Reason != networkingv1alpha1.ReasonPoolExhausted ||
+	if r := record(t, d, "p"); r.Status != networkingv1alpha1.AllocationUnavailable || r.Reason != networkingv1alpha1.ReasonPoolExhausted ||
 		r.Message != "no free /14 in 100.80.0.0/12 of NetworkClaim deleg-org" || r.Prefix != "" {
 		t.Errorf("deleg-d: %+v, want PoolExhausted naming the pool", r)
 	}
 	expectReady(t, d, metav1.ConditionFalse, networkingv1alpha1.ReasonPoolExhausted)
 	waitForEvent(t, s.ClientConfig, "deleg-d", "Unavailable", "no free /14 in 100.80.0.0/12")
 	// Space frees up: the waiter gets the freed /14.
-	freed := named(t, waitDecided(t, claims, "deleg-b"), "p").Prefix
+	freed := record(t, waitDecided(t, claims, "deleg-b"), "p").Prefix
 	if err := claims.Delete(t.Context(), "deleg-b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
