@@ -11,7 +11,12 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
@@ -270,28 +275,24 @@ func (o *claimOptions) run(ctx context.Context, out io.Writer, name string, reco
 	if err != nil {
 		return err
 	}
-	r, err := networkregistry.NewForConfig(config, fieldManager)
+	client, err := versioned.NewForConfig(config)
 	if err != nil {
 		return fmt.Errorf("--kubeconfig: %w", err)
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, errRegistryTimeout)
 	defer cancel()
-	// The registry's informer tells when the decision is made: no polling.
-	if err := r.Start(ctx); err != nil {
+	applied, err := networkregistry.New(client, fieldManager).Claim(ctx, name, records)
+	if err != nil {
 		if errors.Is(context.Cause(ctx), errRegistryTimeout) {
-			return fmt.Errorf("the NetworkClaims of %s were not read within --timeout=%s; raise --timeout or check the server", config.Host, o.timeout)
+			return fmt.Errorf("NetworkClaim %s was not applied within --timeout=%s: raise --timeout or check the server %s", name, o.timeout, config.Host)
 		}
-		return fmt.Errorf("reading the NetworkClaims of %s: %w", config.Host, err)
-	}
-	if _, err := r.Claim(ctx, name, records); err != nil {
 		return err
 	}
-	claim, err := r.WaitForAllocation(ctx, name)
-	var unavailable *networkregistry.UnavailableError
-	switch {
-	case errors.Is(err, errRegistryTimeout):
+	claim, err := waitForDecision(ctx, client, applied)
+	if errors.Is(context.Cause(ctx), errRegistryTimeout) {
 		return fmt.Errorf("NetworkClaim %s is applied, but the registry did not decide on it within --timeout=%s: raise --timeout, or look later with registry list", name, o.timeout)
-	case err != nil && !errors.As(err, &unavailable):
+	}
+	if err != nil {
 		return err
 	}
 	if err := printClaim(out, o.output, claim); err != nil {
@@ -305,6 +306,44 @@ func (o *claimOptions) run(ctx context.Context, out io.Writer, name string, reco
 			name, n, len(decisions), name)
 	}
 	return nil
+}
+
+// waitForDecision watches the one claim applied (not the whole registry,
+// which may hold 100,000) until the registry has decided on the generation
+// written, and returns it.
+func waitForDecision(ctx context.Context, client versioned.Interface, applied *v1alpha1.NetworkClaim) (*v1alpha1.NetworkClaim, error) {
+	claims := client.NetworkingV1alpha1().NetworkClaims()
+	selector := fields.OneTermEqualSelector("metadata.name", applied.Name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return claims.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return claims.Watch(ctx, o)
+		},
+	}
+	var decided *v1alpha1.NetworkClaim
+	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.NetworkClaim{}, func(store cache.Store) (bool, error) {
+		if _, ok, _ := store.GetByKey(applied.Name); !ok {
+			return false, fmt.Errorf("NetworkClaim %s was deleted while waiting for its allocation", applied.Name)
+		}
+		return false, nil
+	}, func(e watch.Event) (bool, error) {
+		c, ok := e.Object.(*v1alpha1.NetworkClaim)
+		switch {
+		case !ok:
+			return false, nil
+		case e.Type == watch.Deleted || c.UID != applied.UID:
+			return false, fmt.Errorf("NetworkClaim %s was deleted while waiting for its allocation", applied.Name)
+		case c.Generation < applied.Generation || !networkregistry.Decided(c):
+			return false, nil
+		}
+		decided = c
+		return true, nil
+	})
+	return decided, err
 }
 
 func countNotAllocated(decisions []networkregistry.Decision) int {
