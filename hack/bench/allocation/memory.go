@@ -1,14 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 )
@@ -61,32 +60,33 @@ func settle(ctx context.Context, client rest.Interface) (bool, error) {
 	return err == nil, err
 }
 
-// readMetrics returns the values of unlabelled metrics from /metrics, in
-// the order of names.
+// readMetrics returns the values of unlabelled gauges and counters from
+// /metrics, in the order of names.
 func readMetrics(ctx context.Context, client rest.Interface, names ...string) ([]float64, error) {
 	body, err := client.Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading /metrics: %w", err)
 	}
-	found := map[string]float64{}
-	scanner := bufio.NewScanner(bytes.NewReader(body))
-	scanner.Buffer(nil, 1<<20)
-	for scanner.Scan() {
-		name, value, ok := strings.Cut(scanner.Text(), " ")
-		if !ok || strings.HasPrefix(name, "#") {
-			continue
-		}
-		if v, err := strconv.ParseFloat(value, 64); err == nil {
-			found[name] = v
-		}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("parsing /metrics: %w", err)
 	}
 	out := make([]float64, len(names))
 	for i, name := range names {
-		v, ok := found[name]
-		if !ok {
+		f := families[name]
+		if f == nil || len(f.GetMetric()) == 0 {
 			return nil, fmt.Errorf("/metrics has no %s", name)
 		}
-		out[i] = v
+		m := f.GetMetric()[0]
+		switch {
+		case m.Gauge != nil:
+			out[i] = m.GetGauge().GetValue()
+		case m.Counter != nil:
+			out[i] = m.GetCounter().GetValue()
+		default:
+			out[i] = m.GetUntyped().GetValue()
+		}
 	}
 	return out, nil
 }
