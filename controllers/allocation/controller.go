@@ -122,20 +122,11 @@ type Controller struct {
 	// show the ledger's decisions, for the workers.
 	decisions workqueue.TypedRateLimitingInterface[string]
 	statuses  workqueue.TypedRateLimitingInterface[string]
-	// checks holds, after a restore, the claims whose status most likely
-	// shows the ledger already: one worker checks them, so that new
-	// decisions are not written behind every claim of the registry.
-	checks workqueue.TypedRateLimitingInterface[string]
 
 	// mu guards the ledger, and with it the write fence, between the
 	// decider and the status workers.
 	mu     sync.Mutex
 	ledger *ledger
-	// decided is the resourceVersion of each claim as the decider (or the
-	// restore) last saw it: a name queued again for the same version, as
-	// the first list queues every claim the restore already read, is
-	// nothing new. Only the decider uses it, after the restore.
-	decided map[string]string
 }
 
 // errWaitingForRelease: a decision must wait for another claim's status to
@@ -169,10 +160,7 @@ func NewController(ctx context.Context, client versioned.Interface, eventClient 
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "-decisions"}),
 		statuses: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "-statuses"}),
-		checks: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "-checks"}),
-		ledger:  newLedger(time.Now),
-		decided: map[string]string{},
+		ledger: newLedger(time.Now),
 	}
 	registration, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -205,7 +193,6 @@ func (c *Controller) Run(ctx context.Context) {
 	defer c.broadcaster.Shutdown()
 	defer c.decisions.ShutDown()
 	defer c.statuses.ShutDown()
-	defer c.checks.ShutDown()
 	// A replica that stops leading must not report the leader's ledger.
 	defer recordsMetric.Reset()
 	c.informers.Start(ctx.Done())
@@ -220,11 +207,9 @@ func (c *Controller) Run(ctx context.Context) {
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.statusWorker, time.Second) })
 	}
-	wg.Go(func() { wait.UntilWithContext(ctx, c.checkWorker, time.Second) })
 	<-ctx.Done()
 	c.decisions.ShutDown()
 	c.statuses.ShutDown()
-	c.checks.ShutDown()
 	wg.Wait()
 }
 
@@ -248,15 +233,10 @@ func (c *Controller) restore(ctx context.Context) {
 	c.mu.Unlock()
 
 	klog.FromContext(ctx).V(2).Info("Rebuilt the ledger from status", "claims", len(claims), "allocated", allocated, "waiting", waiting, "newDecisions", len(changes), "duration", time.Since(start))
-	c.report(ctx, changes, nil) // queues the claims with new decisions
+	c.report(ctx, changes, nil)
 	setRecordCounts(allocated, waiting)
 	for _, claim := range claims {
-		c.decided[claim.Name] = claim.ResourceVersion
-		if networkregistry.Decided(claim) {
-			c.checks.Add(claim.Name)
-		} else {
-			c.statuses.Add(claim.Name)
-		}
+		c.statuses.Add(claim.Name)
 	}
 }
 
@@ -284,14 +264,6 @@ func (c *Controller) decide(ctx context.Context, name string) {
 	if err != nil && !apierrors.IsNotFound(err) {
 		utilruntime.HandleErrorWithContext(ctx, err, "Reading a NetworkClaim from the cache failed", "claim", name)
 		return
-	}
-	if claim != nil && c.decided[name] == claim.ResourceVersion {
-		return // seen as it is
-	}
-	if claim != nil {
-		c.decided[name] = claim.ResourceVersion
-	} else {
-		delete(c.decided, name)
 	}
 	var deleted *networkingv1alpha1.NetworkClaim
 	c.mu.Lock()
@@ -380,30 +352,20 @@ func (c *Controller) statusWorker(ctx context.Context) {
 	}
 }
 
-func (c *Controller) checkWorker(ctx context.Context) {
-	for c.writeNextOf(ctx, c.checks) {
-	}
-}
-
 func (c *Controller) writeNext(ctx context.Context) bool {
-	return c.writeNextOf(ctx, c.statuses)
-}
-
-// writeNextOf writes the status of the next claim of queue.
-func (c *Controller) writeNextOf(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string]) bool {
-	name, quit := queue.Get()
+	name, quit := c.statuses.Get()
 	if quit {
 		return false
 	}
-	defer queue.Done(name)
+	defer c.statuses.Done(name)
 	if err := c.writeStatus(ctx, name); err != nil {
 		if !apierrors.IsConflict(err) && !errors.Is(err, errWaitingForRelease) {
 			utilruntime.HandleErrorWithContext(ctx, err, "Writing NetworkClaim status failed; will retry", "claim", name)
 		}
-		queue.AddRateLimited(name)
+		c.statuses.AddRateLimited(name)
 		return true
 	}
-	queue.Forget(name)
+	c.statuses.Forget(name)
 	return true
 }
 

@@ -169,7 +169,6 @@ func TestPromotionIsWrittenAfterTheRelease(t *testing.T) {
 		name, _ := tc.statuses.Get()
 		tc.statuses.Done(name)
 	}
-	written.ResourceVersion = "3" // as the API server's write would; the fake keeps it
 	tc.cache(t, written)
 	tc.decide(t.Context(), "x")
 	if !queued(tc.Controller, "w") {
