@@ -33,6 +33,19 @@ type binaryProvider struct {
 
 var _ Provider = (*binaryProvider)(nil)
 
+func (p *binaryProvider) Name() string { return "binary" }
+
+// Can: everything a single process on a data dir of its own allows.
+func (p *binaryProvider) Can(a Action) bool {
+	switch a {
+	case ActionStart, ActionRestart, ActionKill, ActionLogs:
+		return true
+	}
+	return false
+}
+
+func (p *binaryProvider) Teardown(c *Cluster) { p.Kill(c) }
+
 // binaryRun is one run of the binary.
 type binaryRun struct {
 	cmd      *exec.Cmd

@@ -1,18 +1,23 @@
 // Package e2e tests the built sample-generic-controlplane binary end to end:
 // it runs the binary and kubectl as subprocesses, as a user would.
 //
-// The binaries come from $SGCP_BINARY and $SGCP_KUBECTL (make test sets
-// them); when unset, TestMain builds them from this module. The control
-// plane is started through a Provider (see provider_test.go); binaryProvider
-// runs the binary on loopback.
+// The binaries come from $SGCP_BINARY, $SGCP_KUBECTL and $SGCP_ETCD (make
+// sets them); when unset, TestMain builds them from this module. The control
+// plane is started through a Provider (see provider_test.go). The specs that
+// hold on any deployment run on every provider in $SGCP_E2E_PROVIDERS
+// (onEveryProvider); the tests of the binary itself (its flags, logs and
+// subcommands) run on binaryProvider, which runs the binary on loopback.
+// docs/testing.md says how to run the suite against a cluster of your own.
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,28 +27,46 @@ import (
 const (
 	binaryEnv  = "SGCP_BINARY"
 	kubectlEnv = "SGCP_KUBECTL"
+	etcdEnv    = "SGCP_ETCD"
+	// providersEnv lists the providers the specs run on, by name.
+	providersEnv = "SGCP_E2E_PROVIDERS"
+	// defaultProviders are those of make test: the ones that need nothing
+	// but this module.
+	defaultProviders = "inprocess,binary"
 
 	binaryPackage  = "sigs.k8s.io/sample-generic-controlplane/cmd/sample-generic-controlplane"
 	kubectlPackage = "k8s.io/kubernetes/cmd/kubectl"
+	etcdPackage    = "go.etcd.io/etcd/server/v3"
 
 	// readyTimeout bounds how long a control plane may take to print its kubeconfig.
 	readyTimeout = 60 * time.Second
 )
 
 var (
-	// provider starts and stops the control planes of every test.
+	// provider is the binary provider: it starts and stops the control
+	// planes of the tests of the binary itself.
 	provider Provider
+	// providers are those the specs run on, in the order of $SGCP_E2E_PROVIDERS.
+	providers []Provider
 	// kubectlBinary is the kubectl built from the pinned k8s.io/kubernetes.
 	kubectlBinary string
-	// shared is the control plane of the tests that need none of their own,
-	// started by the first of them; sharedErr is why it did not start.
-	shared        *Cluster
-	sharedErr     error
-	sharedOnce    sync.Once
-	sharedWorkDir string
+	// shared holds each provider's control plane for the specs that need
+	// none of their own, by provider name.
+	shared = map[string]*sharedControlPlane{}
+	// sharedDir holds the shared control planes' work dirs.
+	sharedDir string
 	// exampleBinDir holds the examples' binaries, built on first use.
 	exampleBinDir string
 )
+
+// sharedControlPlane is a provider's control plane shared by the specs that
+// only read or add objects of their own, started by the first of them.
+type sharedControlPlane struct {
+	once    sync.Once
+	cluster *Cluster
+	// err is why it did not start.
+	err error
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -57,98 +80,167 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp) //nolint:errcheck // best effort
 
+	names := strings.Split(cmp.Or(os.Getenv(providersEnv), defaultProviders), ",")
 	exampleBinDir = filepath.Join(tmp, "bin")
-	binary, kubectl, err := binaries(exampleBinDir)
+	bins, err := binaries(exampleBinDir, slices.Contains(names, "external-etcd"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	kubectlBinary = kubectl
-	provider = &binaryProvider{binary: binary, startTimeout: readyTimeout}
-
-	sharedWorkDir = filepath.Join(tmp, "shared")
-	defer func() {
-		if shared != nil {
-			provider.Kill(shared)
-		}
-	}()
-
-	code := m.Run()
-	if shared == nil {
-		return code
+	kubectlBinary = bins.kubectl
+	binary := &binaryProvider{binary: bins.controlPlane, startTimeout: readyTimeout}
+	provider = binary
+	if providers, err = newProviders(names, binary, bins.etcd); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
-	// The shared control plane has served every test; it must still stop cleanly.
-	if err := provider.Stop(context.Background(), shared); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping the shared control plane: %v\n", err)
-		if code == 0 {
-			code = 1
+
+	sharedDir = filepath.Join(tmp, "shared")
+	code := m.Run()
+	// The shared control planes have served every test; each must still
+	// stop cleanly.
+	for _, p := range append([]Provider{provider}, providers...) {
+		s := shared[p.Name()]
+		if s == nil || s.cluster == nil {
+			continue
 		}
+		if p.Can(ActionRestart) {
+			if err := p.Stop(context.Background(), s.cluster); err != nil {
+				fmt.Fprintf(os.Stderr, "stopping the shared control plane of provider %s: %v\n", p.Name(), err)
+				code = cmp.Or(code, 1)
+			}
+		}
+		p.Teardown(s.cluster)
+		s.cluster = nil
 	}
 	return code
 }
 
-// binaries returns the control plane and kubectl binaries: those named by
-// the environment, or ones built into dir.
-func binaries(dir string) (binary, kubectl string, err error) {
-	binary, kubectl = os.Getenv(binaryEnv), os.Getenv(kubectlEnv)
-	builds := map[string]string{} // output path → package
-	if binary == "" {
-		binary = filepath.Join(dir, "sample-generic-controlplane")
-		builds[binary] = binaryPackage
+// newProviders returns the providers named, in order.
+func newProviders(names []string, binary *binaryProvider, etcd string) ([]Provider, error) {
+	var ps []Provider
+	for _, name := range names {
+		switch name {
+		case "inprocess":
+			ps = append(ps, inprocessProvider{})
+		case "binary":
+			ps = append(ps, binary)
+		case "external-etcd":
+			ps = append(ps, &externalEtcdProvider{binary: binary, etcd: etcd, members: 3, replicas: 2})
+		case "external":
+			kubeconfig := os.Getenv(externalKubeconfigEnv)
+			if kubeconfig == "" {
+				return nil, fmt.Errorf("$%s names provider external: set $%s to the kubeconfig of the control plane to test (docs/testing.md)", providersEnv, externalKubeconfigEnv)
+			}
+			ps = append(ps, &externalProvider{kubeconfig: kubeconfig})
+		default:
+			return nil, fmt.Errorf("$%s: unknown provider %q; write a comma-separated list of inprocess, binary, external-etcd and external", providersEnv, name)
+		}
 	}
-	if kubectl == "" {
-		kubectl = filepath.Join(dir, "kubectl")
-		builds[kubectl] = kubectlPackage
-	}
+	return ps, nil
+}
+
+// builtBinaries are the programs the suite runs.
+type builtBinaries struct {
+	controlPlane, kubectl, etcd string
+}
+
+// binaries returns the programs named by the environment, and builds the
+// others into dir; etcd only when withEtcd.
+func binaries(dir string, withEtcd bool) (builtBinaries, error) {
+	bins := builtBinaries{controlPlane: os.Getenv(binaryEnv), kubectl: os.Getenv(kubectlEnv), etcd: os.Getenv(etcdEnv)}
 	ldflags, err := kubeVersionLDFlags()
 	if err != nil {
-		return "", "", err
+		return bins, err
+	}
+	type build struct{ name, pkg, ldflags string }
+	builds := map[*string]build{}
+	if bins.controlPlane == "" {
+		builds[&bins.controlPlane] = build{"sample-generic-controlplane", binaryPackage, ldflags}
+	}
+	if bins.kubectl == "" {
+		builds[&bins.kubectl] = build{"kubectl", kubectlPackage, ldflags}
+	}
+	if withEtcd && bins.etcd == "" {
+		builds[&bins.etcd] = build{"etcd", etcdPackage, ""}
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, len(builds))
-	for out, pkg := range builds {
+	for out, b := range builds {
+		*out = filepath.Join(dir, b.name)
 		wg.Go(func() {
-			cmd := exec.Command("go", "build", "-ldflags", ldflags, "-o", out, pkg)
+			cmd := exec.Command("go", "build", "-ldflags", b.ldflags, "-o", *out, b.pkg)
 			if output, err := cmd.CombinedOutput(); err != nil {
-				errs <- fmt.Errorf("go build -o %s %s: %w\n%s", out, pkg, err, output)
+				errs <- fmt.Errorf("go build -o %s %s: %w\n%s", *out, b.pkg, err, output)
 			}
 		})
 	}
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return "", "", err
+		return bins, err
 	}
-	for env, path := range map[string]string{binaryEnv: binary, kubectlEnv: kubectl} {
+	for env, path := range map[string]string{binaryEnv: bins.controlPlane, kubectlEnv: bins.kubectl, etcdEnv: bins.etcd} {
+		if path == "" {
+			continue
+		}
 		if _, err := os.Stat(path); err != nil {
-			return "", "", fmt.Errorf("%s: %w", env, err)
+			return bins, fmt.Errorf("%s: %w", env, err)
 		}
 	}
-	return binary, kubectl, nil
+	return bins, nil
 }
 
-// sharedCluster is the control plane of the tests that only read or add
-// objects of their own; the first call starts it and TestMain stops it. Its
-// log tail is printed when the test fails.
+// sharedCluster is the binary's control plane for the tests that only read
+// or add objects of their own.
 func sharedCluster(t *testing.T) *Cluster {
 	t.Helper()
-	sharedOnce.Do(func() {
-		if sharedErr = os.Mkdir(sharedWorkDir, 0o700); sharedErr != nil {
+	return sharedOn(t, provider)
+}
+
+// sharedOn is p's control plane for the specs that only read or add objects
+// of their own; the first call starts it and TestMain stops it. Its log
+// tail is printed when the test fails.
+func sharedOn(t *testing.T, p Provider) *Cluster {
+	t.Helper()
+	s := shared[p.Name()]
+	if s == nil {
+		s = &sharedControlPlane{}
+		shared[p.Name()] = s
+	}
+	s.once.Do(func() {
+		dir := filepath.Join(sharedDir, p.Name())
+		if s.err = os.MkdirAll(dir, 0o700); s.err != nil {
 			return
 		}
 		// Not t.Context(): the control plane outlives this test.
-		c, err := provider.Start(context.Background(), Spec{WorkDir: sharedWorkDir})
-		if err != nil {
-			sharedErr = err
-			return
-		}
-		shared = c
+		s.cluster, s.err = p.Start(context.Background(), Spec{WorkDir: dir})
 	})
-	if sharedErr != nil {
-		t.Fatalf("starting the shared control plane: %v", sharedErr)
+	if s.err != nil {
+		t.Fatalf("starting the shared control plane of provider %s: %v", p.Name(), s.err)
 	}
-	t.Cleanup(func() { logTailOnFailure(t, shared) })
-	return shared
+	t.Cleanup(func() { logTailOnFailure(t, s.cluster) })
+	return s.cluster
+}
+
+// onEveryProvider runs spec as a subtest named after each provider of
+// $SGCP_E2E_PROVIDERS, on its shared control plane. Specs that run there
+// create what they need under names of their own and delete it.
+func onEveryProvider(t *testing.T, spec func(t *testing.T, c *Cluster)) {
+	t.Helper()
+	for _, p := range providers {
+		t.Run(p.Name(), func(t *testing.T) { spec(t, sharedOn(t, p)) })
+	}
+}
+
+// forEveryProvider runs spec as a subtest named after each provider of
+// $SGCP_E2E_PROVIDERS, for specs that start control planes of their own
+// (which call requireActions first).
+func forEveryProvider(t *testing.T, spec func(t *testing.T, p Provider)) {
+	t.Helper()
+	for _, p := range providers {
+		t.Run(p.Name(), func(t *testing.T) { spec(t, p) })
+	}
 }
 
 // kubeVersionLDFlags stamps a build with the version of the pinned

@@ -15,20 +15,78 @@ import (
 // alone, so the same suite can run against another way of deploying the
 // control plane (a container, a VM, a service manager) by adding a provider,
 // as in the "modular CCM testing" pattern.
+//
+// A provider declares the actions it can take (Can); a spec that needs an
+// action its provider lacks is skipped with the reason (requireActions),
+// never passed silently. Methods for an action a provider lacks return an
+// error saying so.
 type Provider interface {
+	// Name names the provider in test names, e.g. "binary".
+	Name() string
+	// Can reports whether the provider can take action a.
+	Can(a Action) bool
 	// Start starts a control plane described by spec and returns once it
 	// serves and has printed its kubeconfig. When the control plane ends
 	// before that, the error wraps an *ExitError.
 	Start(ctx context.Context, spec Spec) (*Cluster, error)
-	// Stop stops the control plane gracefully (SIGTERM for a process) and
-	// fails unless it ends cleanly (exit code 0) in time.
+	// Stop stops the control plane (one replica of it, c) gracefully
+	// (SIGTERM for a process) and fails unless it ends cleanly (exit code
+	// 0) in time.
 	Stop(ctx context.Context, c *Cluster) error
 	// Restart stops the control plane like Stop, then starts it again with
 	// the same data dir, port and flags.
 	Restart(ctx context.Context, c *Cluster) error
-	// Kill ends the control plane at once, without asking. It is safe to
-	// call on a stopped control plane and more than once.
+	// Kill ends the control plane (one replica of it, c) at once, without
+	// asking. It is safe to call on a stopped control plane and more than
+	// once.
 	Kill(c *Cluster)
+	// Teardown ends everything Start started for c: every replica at once,
+	// and whatever the provider runs beside them (an etcd cluster). It is
+	// safe to call more than once.
+	Teardown(c *Cluster)
+}
+
+// Action is something a spec may need a provider to do.
+type Action string
+
+const (
+	// ActionStart starts new control planes with the spec's flags and data
+	// dir (a provider given an existing cluster has one control plane).
+	ActionStart Action = "start a control plane of the test's own"
+	// ActionRestart stops a control plane gracefully and starts it again.
+	ActionRestart Action = "stop and restart a control plane"
+	// ActionKill ends a control plane's process at once (SIGKILL).
+	ActionKill Action = "kill a control plane's process"
+	// ActionLogs reads the control plane's own log (Cluster.StderrPath).
+	ActionLogs Action = "read the control plane's log"
+	// ActionEtcdMembers stops and starts the members of the etcd cluster
+	// the control plane runs on (EtcdMembers).
+	ActionEtcdMembers Action = "stop and start etcd members"
+	// ActionReplicas runs more than one replica of the control plane
+	// (Cluster.Replicas).
+	ActionReplicas Action = "run replicas of the control plane"
+)
+
+// EtcdMembers is a provider whose control planes run on an etcd cluster it
+// started, whose members it can stop and start (ActionEtcdMembers).
+type EtcdMembers interface {
+	// Members is how many members c's etcd cluster has.
+	Members(c *Cluster) int
+	// StopMember stops member i of c's etcd cluster gracefully.
+	StopMember(ctx context.Context, c *Cluster, i int) error
+	// StartMember starts member i of c's etcd cluster again, on its data,
+	// and returns once it serves clients.
+	StartMember(ctx context.Context, c *Cluster, i int) error
+}
+
+// requireActions skips t, saying why, unless p can take every action.
+func requireActions(t *testing.T, p Provider, actions ...Action) {
+	t.Helper()
+	for _, a := range actions {
+		if !p.Can(a) {
+			t.Skipf("provider %s cannot %s", p.Name(), a)
+		}
+	}
 }
 
 // Spec describes a control plane to start.
@@ -55,12 +113,20 @@ type Cluster struct {
 	Kubeconfig string
 	// URL is the API server's URL, read from Kubeconfig.
 	URL string
-	// StdoutPath and StderrPath hold the output of the current (or last) run.
+	// StdoutPath and StderrPath hold the output of the current (or last)
+	// run; empty when the provider cannot read the logs (ActionLogs).
 	StdoutPath, StderrPath string
+	// Replicas are every replica of the control plane, c itself first, when
+	// the provider runs several (ActionReplicas); nil otherwise. Each is a
+	// Cluster of its own, to Stop, Restart or Kill alone.
+	Replicas []*Cluster
 
 	flags []string
 	// impl is the provider's own state of the running control plane.
 	impl any
+	// infra is the provider's own state of what it runs beside the
+	// control plane (an etcd cluster), shared by its replicas.
+	infra any
 }
 
 // ExitError is a control plane that ended on its own, or with an exit code
@@ -112,8 +178,13 @@ func startClusterWith(t *testing.T, p Provider, spec Spec) *Cluster {
 		t.Fatalf("starting control plane: %v", err)
 	}
 	t.Cleanup(func() {
-		p.Kill(c)
-		logTailOnFailure(t, c)
+		p.Teardown(c)
+		for _, r := range c.Replicas {
+			logTailOnFailure(t, r)
+		}
+		if c.Replicas == nil {
+			logTailOnFailure(t, c)
+		}
 	})
 	return c
 }
@@ -146,6 +217,9 @@ func logTailOnFailure(t *testing.T, c *Cluster) {
 		return
 	}
 	for _, path := range []string{c.StdoutPath, c.StderrPath} {
+		if path == "" {
+			continue
+		}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Logf("control plane log %s: %v", path, err)
