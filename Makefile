@@ -1,7 +1,11 @@
 # sample-generic-controlplane
 #
 #   make run    build and start the control plane on its embedded defaults
-#   make test   unit, integration and end-to-end tests (what CI runs)
+#   make test   unit, integration and the fast end-to-end specs on the inprocess
+#               and binary providers (what CI runs)
+#   make e2e    the whole end-to-end suite, fault specs included, on every provider:
+#               inprocess, binary, external-etcd (3 etcd members, 2 replicas) and
+#               external (a control plane reached only by its kubeconfig)
 #   make verify gofmt, go vet and go mod tidy of every module, generated code up to date
 #   make bench  start-up, idle memory and controllers, beside upstream anchors;
 #               NetworkClaim allocation latency and the prefix index
@@ -11,6 +15,7 @@ GO ?= go
 BIN := $(CURDIR)/bin
 BINARY := $(BIN)/sample-generic-controlplane
 KUBECTL := $(BIN)/kubectl
+ETCD := $(BIN)/etcd
 MODULE := sigs.k8s.io/sample-generic-controlplane
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 # The Kubernetes version the binary reports on /version is the one it is built from.
@@ -23,10 +28,12 @@ LDFLAGS := -X $(MODULE)/controlplane.version=$(VERSION) $(KUBE_LDFLAGS)
 # "Modules"): go ./... in the main module does not reach them.
 API_MODULES := apis client
 TEST_TIMEOUT ?= 25m
+E2E_TIMEOUT ?= 30m
+E2E_ARGS ?=
 ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all build kubectl run test verify codegen bench clean
+.PHONY: all build kubectl etcd run test e2e verify codegen bench clean
 
 all: build
 
@@ -39,6 +46,10 @@ build:
 kubectl:
 	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(KUBECTL) k8s.io/kubernetes/cmd/kubectl
 
+# etcd from the pinned go.etcd.io/etcd/server/v3, for the external-etcd provider.
+etcd:
+	$(GO) build -o $(ETCD) go.etcd.io/etcd/server/v3
+
 run: build
 	$(BINARY) $(ARGS)
 
@@ -46,10 +57,22 @@ test: build kubectl
 	for m in $(API_MODULES); do (cd $$m && $(GO) test -timeout $(TEST_TIMEOUT) ./...) || exit 1; done
 	SGCP_BINARY=$(BINARY) SGCP_KUBECTL=$(KUBECTL) $(GO) test -timeout $(TEST_TIMEOUT) ./...
 
+# Every spec on every provider that can run it (docs/testing.md). The fault
+# specs are behind the e2e build tag; the external provider runs the specs
+# against a control plane that hack/e2e-external starts and hands over by
+# its kubeconfig alone.
+E2E_ENV := SGCP_BINARY=$(BINARY) SGCP_KUBECTL=$(KUBECTL) SGCP_ETCD=$(ETCD)
+e2e: build kubectl etcd
+	$(E2E_ENV) SGCP_E2E_PROVIDERS=inprocess,binary,external-etcd \
+		$(GO) test -tags e2e -timeout $(E2E_TIMEOUT) -count=1 ./test/e2e/ $(E2E_ARGS)
+	$(E2E_ENV) $(GO) run ./hack/e2e-external -binary $(BINARY) -- \
+		$(GO) test -tags e2e -timeout $(E2E_TIMEOUT) -count=1 -run 'Test(Spec|Fault)' ./test/e2e/ $(E2E_ARGS)
+
 verify:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	for m in . $(API_MODULES); do (cd $$m && $(GO) vet ./... && $(GO) mod tidy -diff) || exit 1; done
+	$(GO) vet -tags e2e ./test/e2e/
 	./hack/verify-codegen.sh
 
 # Regenerate deepcopy, conversion, defaults, OpenAPI and clients (k8s.io/code-generator, pinned in go.mod).
