@@ -155,12 +155,3 @@ func objectNames(list *unstructured.UnstructuredList) []string {
 	}
 	return names
 }
-
-// ignoreNotFound is err, or nil when err is NotFound: for polls that wait
-// for something to appear or go.
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}

@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 )
 
 // Deleting an owner with each propagation policy does to its dependents
@@ -137,28 +135,4 @@ func TestSpecGarbageCollection(t *testing.T) {
 			})
 		}
 	})
-}
-
-// dependent is an object of a spec, by its client and name.
-type dependent struct {
-	client dynamic.ResourceInterface
-	name   string
-}
-
-// waitGone waits until the object is deleted.
-func (d dependent) waitGone(t *testing.T) {
-	t.Helper()
-	eventually(t, d.name+" is gone", func(ctx context.Context) (bool, error) {
-		_, err := d.client.Get(ctx, d.name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), ignoreNotFound(err)
-	})
-}
-
-// object is an empty object of apiVersion and kind, named name.
-func object(apiVersion, kind, name string) *unstructured.Unstructured {
-	obj := &unstructured.Unstructured{}
-	obj.SetAPIVersion(apiVersion)
-	obj.SetKind(kind)
-	obj.SetName(name)
-	return obj
 }

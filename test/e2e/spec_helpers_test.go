@@ -10,6 +10,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -170,4 +171,37 @@ func holdUntilCleanup(t *testing.T, client dynamic.ResourceInterface, name strin
 			t.Errorf("releasing %s: %v", name, err)
 		}
 	})
+}
+
+// dependent is an object of a spec, by its client and name.
+type dependent struct {
+	client dynamic.ResourceInterface
+	name   string
+}
+
+// waitGone waits until the object is deleted.
+func (d dependent) waitGone(t *testing.T) {
+	t.Helper()
+	eventually(t, d.name+" is gone", func(ctx context.Context) (bool, error) {
+		_, err := d.client.Get(ctx, d.name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), ignoreNotFound(err)
+	})
+}
+
+// object is an empty object of apiVersion and kind, named name.
+func object(apiVersion, kind, name string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(apiVersion)
+	obj.SetKind(kind)
+	obj.SetName(name)
+	return obj
+}
+
+// ignoreNotFound is err, or nil when err is NotFound: for polls that wait
+// for something to appear or go.
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
