@@ -119,19 +119,24 @@ func freeBlock(t *testing.T, r *networkregistry.Registry, space netip.Prefix, bi
 		}
 		return false
 	}
-	size := uint64(1) << (space.Addr().BitLen() - bits)
-	for p := netip.PrefixFrom(space.Addr(), bits); space.Contains(p.Addr()); {
+	for p := netip.PrefixFrom(space.Addr(), bits); space.Contains(p.Addr()); p = nextPrefix(p) {
 		if !wanted(p) {
 			return p
 		}
-		next := p.Addr()
-		for range size {
-			next = next.Next()
-		}
-		p = netip.PrefixFrom(next, bits)
 	}
 	t.Fatalf("every /%d of %s is claimed: delete the NetworkClaims named e2e-spec-* that earlier runs left", bits, space)
 	return netip.Prefix{}
+}
+
+// nextPrefix is the prefix of p's length right after p; its address is
+// invalid after the last prefix of the family.
+func nextPrefix(p netip.Prefix) netip.Prefix {
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	last, _ := netip.AddrFromSlice(b)
+	return netip.PrefixFrom(last.Next(), p.Bits())
 }
 
 // expectReady checks the claim's Ready condition.
