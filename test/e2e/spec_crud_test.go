@@ -26,7 +26,9 @@ func TestSpecCRUDAndWatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+		// Only the spec's object: the control plane adds kube-root-ca.crt
+		// to every new namespace, possibly after the list.
+		w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, FieldSelector: "metadata.name=crud"})
 		if err != nil {
 			t.Fatal(err)
 		}
