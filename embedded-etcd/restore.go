@@ -3,6 +3,8 @@ package embeddedetcd
 import (
 	"fmt"
 
+	"github.com/coreos/go-semver/semver"
+	"go.etcd.io/etcd/api/v3/version"
 	etcdutlsnapshot "go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
 )
@@ -36,6 +38,11 @@ func RestoreSnapshot(path, dataDir string) (SnapshotStatus, error) {
 	status, err := VerifySnapshot(path)
 	if err != nil {
 		return SnapshotStatus{}, err
+	}
+	// Start would refuse the member; say so before writing it.
+	if stored, err := semver.NewVersion(status.StorageVersion); err == nil && newerThanOurs(stored) {
+		return SnapshotStatus{}, fmt.Errorf("%w: snapshot %s has etcd storage version %d.%d, and this binary runs etcd %s, which cannot read it. Restore it with the release that took it",
+			ErrNewerStorageVersion, path, stored.Major, stored.Minor, version.Version)
 	}
 	member := memberConfig()
 	var peerURLs []string

@@ -2,6 +2,7 @@ package embeddedetcd
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -178,5 +179,39 @@ func TestRestoreSnapshotIntoNonEmptyDir(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(dataDir, "keep")); err != nil || string(got) != "x" {
 		t.Errorf("the file in the non-empty dir: %q, %v", got, err)
+	}
+}
+
+// A snapshot that a newer etcd took is refused before anything is written:
+// Start would refuse the restored member.
+func TestRestoreSnapshotRefusesNewerStorageVersion(t *testing.T) {
+	path, _, _ := snapshotOf(t, 1)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The database without its hash, marked as a newer etcd would, and
+	// hashed again as etcd would have.
+	newer := filepath.Join(t.TempDir(), "newer.db")
+	if err := os.WriteFile(newer, data[:len(data)-sha256.Size], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	setStorageVersion(t, newer, "3.8.0")
+	db, err := os.ReadFile(newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(db)
+	if err := os.WriteFile(newer, append(db, sum[:]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	dataDir := filepath.Join(t.TempDir(), "etcd")
+	_, err = RestoreSnapshot(newer, dataDir)
+	if !errors.Is(err, ErrNewerStorageVersion) || !strings.Contains(err.Error(), "3.8") || !strings.Contains(err.Error(), "with the release that took it") {
+		t.Errorf("RestoreSnapshot of a 3.8 snapshot: %v; want ErrNewerStorageVersion saying what to do", err)
+	}
+	if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused restore created %s (%v)", dataDir, err)
 	}
 }
