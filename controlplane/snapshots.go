@@ -237,7 +237,7 @@ func EmbeddedEtcdEndpoint(dataDir string) (string, error) {
 	if len(socket) > maxUnixSocketPath {
 		// See etcdSocketPath: the member's socket is then in a private
 		// temporary directory that only the control plane knows.
-		return "", fmt.Errorf("--data-dir %s is too long for the embedded etcd's unix socket, so the control plane keeps it where no other process finds it: rely on its scheduled snapshots (--embedded-etcd-snapshot-schedule), or choose a data dir path shorter than %d bytes", dataDir, maxUnixSocketPath-len("/run/etcd.sock"))
+		return "", fmt.Errorf("--data-dir %s is too long for the embedded etcd's unix socket, so the control plane keeps it where no other process finds it: rely on its scheduled snapshots (--embedded-etcd-snapshot-schedule), or choose a data dir path of at most %d bytes", dataDir, maxUnixSocketPath-len("/run/etcd.sock"))
 	}
 	conn, err := net.DialTimeout("unix", socket, 5*time.Second)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
