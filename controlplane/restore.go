@@ -86,9 +86,11 @@ func restoreSnapshot(dataDir, snapshot string, restore restoreFunc, now time.Tim
 	if err != nil {
 		return nil, fmt.Errorf("cannot restore while a control plane runs: %w", err)
 	}
+	defer lock.release()
 	result, err := restoreLocked(dataDir, snapshot, restore, now)
-	lock.release()
 	if err != nil && created {
+		// Under the lock: a control plane that starts meanwhile fails
+		// to take it, rather than finding its data dir removed.
 		os.RemoveAll(dataDir) //nolint:errcheck // best effort; it held nothing before
 	}
 	return result, err
