@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -93,6 +94,9 @@ the data dir.`,
 			file, err := filepath.Abs(args[0])
 			if err != nil {
 				return err
+			}
+			if info, err := os.Stat(filepath.Dir(file)); err != nil || !info.IsDir() {
+				return fmt.Errorf("the directory of %s does not exist; create it, or choose a FILE in an existing directory", file)
 			}
 			path, status, err := embeddedetcd.SaveSnapshot(cmd.Context(), source, filepath.Dir(file), func(embeddedetcd.SnapshotStatus) string {
 				return filepath.Base(file)

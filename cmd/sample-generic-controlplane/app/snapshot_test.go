@@ -32,6 +32,11 @@ func TestSnapshotArguments(t *testing.T) {
 			wantErr: []string{"no control plane with an embedded etcd runs on data dir " + empty, "start it", "--etcd-servers"},
 		},
 		{
+			name:    "save into a missing directory",
+			args:    []string{"snapshot", "save", filepath.Join(empty, "missing", "s.db"), "--etcd-servers=https://10.0.0.1:2379"},
+			wantErr: []string{"the directory of " + filepath.Join(empty, "missing", "s.db") + " does not exist"},
+		},
+		{
 			name:    "restore a missing file",
 			args:    []string{"snapshot", "restore", filepath.Join(empty, "missing.db"), "--data-dir=" + empty},
 			wantErr: []string{"missing.db does not exist"},
