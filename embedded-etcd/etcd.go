@@ -1,4 +1,5 @@
-// Package embeddedetcd runs a single etcd member inside the current process.
+// Package embeddedetcd runs a single etcd member inside the current process,
+// and saves, verifies and restores snapshots of it.
 //
 // The member is reachable by nobody but its owner: clients talk to it over a
 // unix socket whose directory is private to the user running the process, and
