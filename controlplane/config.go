@@ -51,6 +51,9 @@ type completedConfig struct {
 	Options      CompletedOptions
 	APIs         genericserver.CompletedConfig
 	EmbeddedEtcd *embeddedetcd.Server
+	// snapshots takes the scheduled snapshots of the embedded etcd; nil
+	// when none are scheduled or etcd is external.
+	snapshots *snapshotter
 }
 
 // NewConfig builds the configuration of every server in the chain. Like
@@ -117,6 +120,9 @@ func startEmbeddedEtcd(ctx context.Context, opts CompletedOptions) (*embeddedetc
 		etcd.Close()
 		return nil, err
 	}
+	// Only now: should the restored member not start, the data it
+	// replaced is still there to go back to.
+	removeReplacedEtcdData(klog.FromContext(ctx), opts.DataDir)
 	return etcd, nil
 }
 
@@ -126,7 +132,30 @@ func (c *Config) Complete() (CompletedConfig, error) {
 	if err != nil {
 		return CompletedConfig{}, err
 	}
-	return CompletedConfig{&completedConfig{Options: c.Options, APIs: apis, EmbeddedEtcd: c.EmbeddedEtcd}}, nil
+	snapshots, err := c.snapshotter()
+	if err != nil {
+		return CompletedConfig{}, err
+	}
+	return CompletedConfig{&completedConfig{Options: c.Options, APIs: apis, EmbeddedEtcd: c.EmbeddedEtcd, snapshots: snapshots}}, nil
+}
+
+// snapshotter is what takes the scheduled snapshots of the embedded etcd,
+// or nil when there are none to take.
+func (c *Config) snapshotter() (*snapshotter, error) {
+	opts := c.Options.EmbeddedEtcd
+	if c.EmbeddedEtcd == nil || opts == nil || opts.SnapshotSchedule == "" {
+		return nil, nil
+	}
+	schedule, err := parseSnapshotSchedule(opts.SnapshotSchedule)
+	if err != nil {
+		return nil, err
+	}
+	return &snapshotter{
+		source:    embeddedetcd.SnapshotSource{Endpoint: c.EmbeddedEtcd.ClientURL()},
+		dir:       SnapshotsDir(c.Options.DataDir),
+		schedule:  schedule,
+		retention: opts.SnapshotRetention,
+	}, nil
 }
 
 // DefaultResources are the generic resources the binary serves: upstream's

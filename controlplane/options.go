@@ -76,6 +76,11 @@ type Options struct {
 type EmbeddedEtcdOptions struct {
 	QuotaBackendBytes int64
 	LogLevel          string
+	// SnapshotSchedule is when to take snapshots of the member into
+	// <data-dir>/snapshots, in cron syntax; empty takes none.
+	SnapshotSchedule string
+	// SnapshotRetention is how many scheduled snapshots are kept.
+	SnapshotRetention int
 }
 
 // NewOptions returns options with the defaults of the binary: embedded etcd,
@@ -100,6 +105,8 @@ func NewOptions() *Options {
 		EmbeddedEtcd: &EmbeddedEtcdOptions{
 			QuotaBackendBytes: embeddedetcd.DefaultQuotaBackendBytes,
 			LogLevel:          "warn",
+			SnapshotSchedule:  DefaultSnapshotSchedule,
+			SnapshotRetention: DefaultSnapshotRetention,
 		},
 		Controllers: manager.NewOptions(),
 	}
@@ -137,6 +144,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	efs := fss.FlagSet("embedded etcd")
 	efs.Int64Var(&o.EmbeddedEtcd.QuotaBackendBytes, "embedded-etcd-quota-bytes", o.EmbeddedEtcd.QuotaBackendBytes, "Size in bytes at which the embedded etcd database stops accepting writes. Ignored with --etcd-servers.")
 	efs.StringVar(&o.EmbeddedEtcd.LogLevel, "embedded-etcd-log-level", o.EmbeddedEtcd.LogLevel, "Log level of the embedded etcd: debug, info, warn or error. Ignored with --etcd-servers.")
+	efs.StringVar(&o.EmbeddedEtcd.SnapshotSchedule, "embedded-etcd-snapshot-schedule", o.EmbeddedEtcd.SnapshotSchedule, "When to take a snapshot of the embedded etcd into <data-dir>/snapshots: a cron schedule in the machine's time zone (5 fields, or @daily, @every 6h, ...; prefix CRON_TZ=UTC for another zone). Empty takes none. Ignored with --etcd-servers.")
+	efs.IntVar(&o.EmbeddedEtcd.SnapshotRetention, "embedded-etcd-snapshot-retention", o.EmbeddedEtcd.SnapshotRetention, "How many scheduled snapshots to keep; the oldest beyond it are deleted after each new one. Other files in <data-dir>/snapshots are never deleted. Ignored with --etcd-servers.")
 }
 
 // Embedded reports whether the control plane runs its own etcd member.
@@ -153,8 +162,8 @@ func (o *Options) validate() error {
 	if o.EmbeddedEtcd == nil && len(o.ControlPlane.Etcd.StorageConfig.Transport.ServerList) == 0 {
 		errs = append(errs, errors.New("--etcd-servers is required: this control plane has no embedded etcd; write e.g. --etcd-servers=https://127.0.0.1:2379"))
 	}
-	if o.EmbeddedEtcd != nil && o.EmbeddedEtcd.QuotaBackendBytes <= 0 {
-		errs = append(errs, fmt.Errorf("--embedded-etcd-quota-bytes must be positive, got %d; write e.g. --embedded-etcd-quota-bytes=%d", o.EmbeddedEtcd.QuotaBackendBytes, embeddedetcd.DefaultQuotaBackendBytes))
+	if o.EmbeddedEtcd != nil {
+		errs = append(errs, o.EmbeddedEtcd.validate()...)
 	}
 	for _, server := range o.ControlPlane.Etcd.StorageConfig.Transport.ServerList {
 		if err := validateEtcdServer(server); err != nil {
@@ -185,6 +194,22 @@ func (o *Options) validate() error {
 		}
 	}
 	return utilerrors.NewAggregate(errs)
+}
+
+func (o *EmbeddedEtcdOptions) validate() []error {
+	var errs []error
+	if o.QuotaBackendBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--embedded-etcd-quota-bytes must be positive, got %d; write e.g. --embedded-etcd-quota-bytes=%d", o.QuotaBackendBytes, embeddedetcd.DefaultQuotaBackendBytes))
+	}
+	if o.SnapshotSchedule != "" {
+		if _, err := parseSnapshotSchedule(o.SnapshotSchedule); err != nil {
+			errs = append(errs, err)
+		}
+		if o.SnapshotRetention < 1 {
+			errs = append(errs, fmt.Errorf("--embedded-etcd-snapshot-retention must be at least 1, got %d; write e.g. --embedded-etcd-snapshot-retention=%d, or --embedded-etcd-snapshot-schedule=\"\" to take no scheduled snapshots", o.SnapshotRetention, DefaultSnapshotRetention))
+		}
+	}
+	return errs
 }
 
 func validateEtcdServer(server string) error {

@@ -33,6 +33,34 @@ func TestValidate(t *testing.T) {
 			modify:   func(o *Options) { o.EmbeddedEtcd.QuotaBackendBytes = -1 },
 			wantErrs: []string{"--embedded-etcd-quota-bytes", "got -1", "write e.g."},
 		},
+		{name: "snapshots every 2s", modify: snapshots("@every 2s", 2)},
+		{name: "snapshots daily in UTC", modify: snapshots("CRON_TZ=UTC 30 3 * * *", 1)},
+		{name: "no scheduled snapshots", modify: snapshots("", 0)},
+		{
+			name:     "snapshot schedule not cron",
+			modify:   snapshots("every 12 hours", 5),
+			wantErrs: []string{"--embedded-etcd-snapshot-schedule", `"every 12 hours"`, `write a cron schedule such as "0 */12 * * *"`, `or "" to take no`},
+		},
+		{
+			name:     "snapshot schedule with seconds",
+			modify:   snapshots("0 0 */12 * * *", 5),
+			wantErrs: []string{"--embedded-etcd-snapshot-schedule", `"0 0 */12 * * *"`, "write a cron schedule"},
+		},
+		{
+			name:     "snapshot schedule out of range",
+			modify:   snapshots("0 25 * * *", 5),
+			wantErrs: []string{"--embedded-etcd-snapshot-schedule", "write a cron schedule"},
+		},
+		{
+			name:     "snapshot retention zero",
+			modify:   snapshots(DefaultSnapshotSchedule, 0),
+			wantErrs: []string{"--embedded-etcd-snapshot-retention must be at least 1, got 0", "write e.g. --embedded-etcd-snapshot-retention=5", `--embedded-etcd-snapshot-schedule=""`},
+		},
+		{
+			name:     "snapshot retention negative",
+			modify:   snapshots(DefaultSnapshotSchedule, -3),
+			wantErrs: []string{"--embedded-etcd-snapshot-retention", "got -3"},
+		},
 		{name: "etcd server with a port", modify: etcdServers("https://127.0.0.1:2379")},
 		{name: "etcd server without a port", modify: etcdServers("http://etcd.example.com")},
 		{name: "etcd servers", modify: etcdServers("https://10.0.0.1:2379", "https://10.0.0.2:2379", "https://[2001:db8::1]:2379")},
@@ -91,7 +119,7 @@ func TestValidate(t *testing.T) {
 					t.Errorf("validate() = %q, want it to contain %q", err, want)
 				}
 			}
-			if !strings.Contains(err.Error(), "write e.g.") {
+			if !strings.Contains(err.Error(), "write e.g.") && !strings.Contains(err.Error(), "write a cron schedule") {
 				t.Errorf("validate() = %q, which does not tell what to write", err)
 			}
 		})
@@ -100,6 +128,12 @@ func TestValidate(t *testing.T) {
 
 func etcdServers(servers ...string) func(*Options) {
 	return func(o *Options) { o.ControlPlane.Etcd.StorageConfig.Transport.ServerList = servers }
+}
+
+func snapshots(schedule string, retention int) func(*Options) {
+	return func(o *Options) {
+		o.EmbeddedEtcd.SnapshotSchedule, o.EmbeddedEtcd.SnapshotRetention = schedule, retention
+	}
 }
 
 func tlsSANs(sans ...string) func(*Options) {

@@ -134,6 +134,18 @@ func (s *Server) Run(ctx context.Context) error {
 	chain.GenericAPIServer.ShutdownTimeout = httpShutdownTimeout
 	go s.signalReady(ctx)
 
+	// Scheduled snapshots stop as soon as a stop begins (one in progress
+	// is abandoned, leaving no file behind), and end before etcd closes.
+	snapshotsCtx, stopSnapshots := context.WithCancel(ctx)
+	defer stopSnapshots()
+	snapshotsDone := make(chan struct{})
+	go func() {
+		defer close(snapshotsDone)
+		if s.config.snapshots != nil {
+			s.config.snapshots.run(snapshotsCtx)
+		}
+	}()
+
 	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAPI()
 	controllersDone := make(chan struct{})
@@ -157,6 +169,8 @@ func (s *Server) Run(ctx context.Context) error {
 		stopAPI()
 		runErr = awaitAPIStopped(logger, apiDone, chain.GenericAPIServer)
 	}
+	stopSnapshots()
+	<-snapshotsDone
 	klog.FromContext(ctx).V(1).Info("API servers stopped; stopping storage")
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause

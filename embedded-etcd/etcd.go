@@ -1,4 +1,5 @@
-// Package embeddedetcd runs a single etcd member inside the current process.
+// Package embeddedetcd runs a single etcd member inside the current process,
+// and saves, verifies and restores snapshots of it.
 //
 // The member is reachable by nobody but its owner: clients talk to it over a
 // unix socket whose directory is private to the user running the process, and
@@ -115,8 +116,7 @@ func Start(cfg Config) (*Server, error) {
 }
 
 func (cfg Config) etcdConfig(closing *atomic.Bool) (*embed.Config, error) {
-	ecfg := embed.NewConfig()
-	ecfg.Name = "embedded"
+	ecfg := memberConfig()
 	ecfg.Dir = cfg.DataDir
 	ecfg.QuotaBackendBytes = cfg.QuotaBackendBytes
 	// A restarted member stays follower for a randomised election timeout
@@ -146,13 +146,6 @@ func (cfg Config) etcdConfig(closing *atomic.Bool) (*embed.Config, error) {
 	// names the socket in "etcdctl member list".
 	ecfg.AdvertiseClientUrls = []url.URL{{Scheme: "unix", Host: "localhost:0", Path: cfg.SocketPath}}
 
-	// etcd always opens a peer listener. Port 0 lets the kernel choose a free
-	// loopback port; a one-member cluster never dials its own peer URL, so
-	// the advertised port is only recorded in membership.
-	peer := url.URL{Scheme: "https", Host: "127.0.0.1:0"}
-	ecfg.ListenPeerUrls = []url.URL{peer}
-	ecfg.AdvertisePeerUrls = []url.URL{peer}
-	ecfg.InitialCluster = ecfg.InitialClusterFromName(ecfg.Name)
 	ecfg.PeerTLSInfo.CertFile = cfg.PeerCertFile
 	ecfg.PeerTLSInfo.KeyFile = cfg.PeerKeyFile
 	ecfg.PeerTLSInfo.TrustedCAFile = cfg.PeerTrustedCAFile
@@ -167,6 +160,22 @@ func (cfg Config) etcdConfig(closing *atomic.Bool) (*embed.Config, error) {
 	// Metrics stay on the client socket; no other listener is opened.
 	ecfg.ListenMetricsUrls = nil
 	return ecfg, nil
+}
+
+// memberConfig is etcd's configuration with the embedded member's identity:
+// its name, peer URL and cluster, which a restored member must share
+// (RestoreSnapshot).
+func memberConfig() *embed.Config {
+	ecfg := embed.NewConfig()
+	ecfg.Name = "embedded"
+	// etcd always opens a peer listener. Port 0 lets the kernel choose a free
+	// loopback port; a one-member cluster never dials its own peer URL, so
+	// the advertised port is only recorded in membership.
+	peer := url.URL{Scheme: "https", Host: "127.0.0.1:0"}
+	ecfg.ListenPeerUrls = []url.URL{peer}
+	ecfg.AdvertisePeerUrls = []url.URL{peer}
+	ecfg.InitialCluster = ecfg.InitialClusterFromName(ecfg.Name)
+	return ecfg
 }
 
 // ClientURL is the endpoint to give to etcd clients, e.g. --etcd-servers.

@@ -43,11 +43,17 @@ func checkStorageVersion(dataDir string) error {
 	if err != nil || stored == nil {
 		return err
 	}
-	ours := semver.New(version.Version)
-	if stored.Major > ours.Major || stored.Major == ours.Major && stored.Minor > ours.Minor {
+	if newerThanOurs(stored) {
 		return fmt.Errorf("%w: %s has etcd storage version %d.%d, and this binary runs etcd %s, which cannot read it. "+
 			"Start the release that wrote it, or restore a copy of the data dir taken before the upgrade; nothing in it was changed",
 			ErrNewerStorageVersion, dataDir, stored.Major, stored.Minor, version.Version)
 	}
 	return nil
+}
+
+// newerThanOurs reports whether a database of storage version stored is
+// too new for this binary's etcd to read.
+func newerThanOurs(stored *semver.Version) bool {
+	ours := semver.New(version.Version)
+	return stored.Major > ours.Major || stored.Major == ours.Major && stored.Minor > ours.Minor
 }

@@ -75,7 +75,7 @@ an admin kubeconfig that it prints when ready.`,
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
 
-	cmd.AddCommand(newVersionCommand(), newControllersCommand(), newRegistryCommand())
+	cmd.AddCommand(newVersionCommand(), newControllersCommand(), newRegistryCommand(), newSnapshotCommand())
 	// The flag-set help prints no commands; list them with the description.
 	cmd.Long += "\n\nCommands:"
 	for _, sub := range cmd.Commands() {

@@ -54,6 +54,8 @@ func TestBadArgumentsFailBeforeAnythingStarts(t *testing.T) {
 		{name: "etcd server with another scheme", args: []string{"--etcd-servers=https://127.0.0.1:2379,ftp://x"}, wantErr: []string{"--etcd-servers", "ftp://x"}},
 		{name: "zero quota", args: []string{"--embedded-etcd-quota-bytes=0"}, wantErr: []string{"--embedded-etcd-quota-bytes", "write e.g."}},
 		{name: "quota not a number", args: []string{"--embedded-etcd-quota-bytes=lots"}, wantErr: []string{"embedded-etcd-quota-bytes", "lots"}},
+		{name: "snapshot schedule not cron", args: []string{"--embedded-etcd-snapshot-schedule=twice a day"}, wantErr: []string{"--embedded-etcd-snapshot-schedule", "twice a day", "write a cron schedule"}},
+		{name: "snapshot retention zero", args: []string{"--embedded-etcd-snapshot-retention=0"}, wantErr: []string{"--embedded-etcd-snapshot-retention", "write e.g."}},
 		{name: "tls-san not a name", args: []string{"--tls-san=bad name!"}, wantErr: []string{"--tls-san", "bad name!", "write e.g."}},
 		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: []string{"unknown flag", "--no-such-flag"}},
 		{name: "positional argument", args: []string{"serve"}, wantErr: []string{`"serve"`}},
@@ -151,7 +153,8 @@ func TestHelpListsOurFlagsAndCommands(t *testing.T) {
 		t.Fatalf("--help: %v", err)
 	}
 	for _, want := range []string{"--data-dir", "--tls-san", "--embedded-etcd-quota-bytes", "--etcd-servers", "--secure-port",
-		"\n  controllers ", "\n  registry ", "\n  version "} {
+		"--embedded-etcd-snapshot-schedule", "--embedded-etcd-snapshot-retention",
+		"\n  controllers ", "\n  registry ", "\n  snapshot ", "\n  version "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help does not mention %s", want)
 		}

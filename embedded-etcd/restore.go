@@ -1,0 +1,66 @@
+package embeddedetcd
+
+import (
+	"fmt"
+
+	"github.com/coreos/go-semver/semver"
+	"go.etcd.io/etcd/api/v3/version"
+	etcdutlsnapshot "go.etcd.io/etcd/etcdutl/v3/snapshot"
+	"go.uber.org/zap"
+)
+
+// RestoreRevisionBump is how far a restored member's revision is moved past
+// the snapshot's. The API server's clients (informers, watches, anything
+// that kept a resourceVersion) saw revisions up to the moment of the
+// restore, which may be far past the snapshot's; if revisions started again
+// from the snapshot's, new writes would get resourceVersions those clients
+// have seen already, for other objects. One billion is far more writes
+// than a control plane makes between a snapshot and its restore, and
+// leaves room for billions of restores before the revision overflows.
+const RestoreRevisionBump = 1_000_000_000
+
+// RestoreSnapshot writes a new data dir for the embedded member at dataDir,
+// which must not exist or be empty, from the snapshot at path, whose hash
+// must verify. The member has the name, peer URL and cluster token that
+// Start gives it, so that Start restarts it as it would the member the
+// snapshot came from.
+//
+// As etcdutl's "snapshot restore --bump-revision --mark-compacted" does, the
+// revision continues RestoreRevisionBump past the snapshot's, and every
+// revision up to there is marked compacted: a client that watches from a
+// resourceVersion it saw before the restore is told that it is too old and
+// lists again, rather than waiting for revisions that will never come or
+// missing the changes the restore made.
+//
+// On error, dataDir may hold part of a member; the caller removes it.
+func RestoreSnapshot(path, dataDir string) (SnapshotStatus, error) {
+	// etcdutl verifies the hash too, but says only "expected sha256 […]".
+	status, err := VerifySnapshot(path)
+	if err != nil {
+		return SnapshotStatus{}, err
+	}
+	// Start would refuse the member; say so before writing it.
+	if stored, err := semver.NewVersion(status.StorageVersion); err == nil && newerThanOurs(stored) {
+		return SnapshotStatus{}, fmt.Errorf("%w: snapshot %s has etcd storage version %d.%d, and this binary runs etcd %s, which cannot read it. Restore it with the release that took it",
+			ErrNewerStorageVersion, path, stored.Major, stored.Minor, version.Version)
+	}
+	member := memberConfig()
+	var peerURLs []string
+	for _, u := range member.AdvertisePeerUrls {
+		peerURLs = append(peerURLs, u.String())
+	}
+	err = etcdutlsnapshot.NewV3(zap.NewNop()).Restore(etcdutlsnapshot.RestoreConfig{
+		SnapshotPath:        path,
+		Name:                member.Name,
+		OutputDataDir:       dataDir,
+		PeerURLs:            peerURLs,
+		InitialCluster:      member.InitialCluster,
+		InitialClusterToken: member.InitialClusterToken,
+		RevisionBump:        RestoreRevisionBump,
+		MarkCompacted:       true,
+	})
+	if err != nil {
+		return SnapshotStatus{}, fmt.Errorf("restoring snapshot %s into %s: %w", path, dataDir, err)
+	}
+	return status, nil
+}
