@@ -11,9 +11,9 @@ import (
 // restartWriters is how many clients write while the control plane stops.
 const restartWriters = 8
 
-// A control plane stopped by SIGTERM while clients write starts again with
-// every create it acknowledged, and its etcd finds nothing to repair or
-// recover. With an external etcd the members run on and nothing of etcd's
+// A control plane stopped by SIGTERM while clients write answers every
+// create it accepted, starts again with every create it acknowledged, and
+// its etcd finds nothing to repair or recover. With an external etcd the members run on and nothing of etcd's
 // is recovered: the replica starts no etcd of its own (the --embedded-etcd-*
 // flags are ignored) and its log tells of no recovery either.
 func TestFaultGracefulRestart(t *testing.T) {
@@ -35,6 +35,11 @@ func TestFaultGracefulRestart(t *testing.T) {
 		acked, unacked := w.checkAcknowledgedStored(t, c)
 		t.Logf("%d acknowledged creates checked, %d more stored whose answer was lost; %d failed creates, of these kinds:\n%s",
 			acked, unacked, w.failures, strings.Join(w.errorKinds(), "\n"))
+		// A graceful stop finishes the requests it accepted: none is
+		// stored without its answer reaching the client.
+		if unacked > 0 {
+			t.Errorf("%d creates were stored but their answer was lost across a stop by SIGTERM", unacked)
+		}
 
 		// Proof that the stop was the graceful one.
 		if n := strings.Count(readFile(t, firstStderr), stoppingLine); n != 1 {
