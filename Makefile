@@ -2,6 +2,7 @@
 #
 #   make run    build and start the control plane on its embedded defaults
 #   make test   unit, integration and end-to-end tests (what CI runs)
+#   make e2e    the end-to-end suite with its fault specs, on external etcd too
 #   make verify gofmt, go vet and go mod tidy of every module, generated code up to date
 #   make bench  start-up, idle memory and controllers, beside upstream anchors;
 #               NetworkClaim allocation latency and the prefix index
@@ -25,8 +26,9 @@ API_MODULES := apis client
 TEST_TIMEOUT ?= 25m
 ARGS ?=
 BENCH_ARGS ?=
+E2E_ARGS ?=
 
-.PHONY: all build kubectl run test verify codegen bench clean
+.PHONY: all build kubectl run test e2e verify codegen bench clean
 
 all: build
 
@@ -46,10 +48,21 @@ test: build kubectl
 	for m in $(API_MODULES); do (cd $$m && $(GO) test -timeout $(TEST_TIMEOUT) ./...) || exit 1; done
 	SGCP_BINARY=$(BINARY) SGCP_KUBECTL=$(KUBECTL) $(GO) test -timeout $(TEST_TIMEOUT) ./...
 
+# The end-to-end suite with the fault specs (build tag e2e: SIGKILL under load,
+# quorum loss, failover of replicas), which take minutes, on the providers that
+# need nothing but this module and an etcd built from it. E2E_ARGS is passed to
+# go test, e.g. E2E_ARGS='-run TestFault -v'.
+e2e: build kubectl
+	$(GO) build -o $(BIN)/etcd go.etcd.io/etcd/server/v3
+	SGCP_BINARY=$(BINARY) SGCP_KUBECTL=$(KUBECTL) SGCP_ETCD=$(BIN)/etcd \
+		SGCP_E2E_PROVIDERS=$${SGCP_E2E_PROVIDERS:-inprocess,binary,external-etcd} \
+		$(GO) test -tags e2e -timeout $(TEST_TIMEOUT) $(E2E_ARGS) ./test/e2e
+
 verify:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	for m in . $(API_MODULES); do (cd $$m && $(GO) vet ./... && $(GO) mod tidy -diff) || exit 1; done
+	$(GO) vet -tags e2e ./test/e2e
 	./hack/verify-codegen.sh
 
 # Regenerate deepcopy, conversion, defaults, OpenAPI and clients (k8s.io/code-generator, pinned in go.mod).
