@@ -61,7 +61,8 @@ func TestFaultKillUnderLoad(t *testing.T) {
 		}
 		w.stop()
 		acked, unacked := w.checkAcknowledgedStored(t, c)
+		failures, kinds := w.failed()
 		t.Logf("after %d kills: ready after each restart %v; %d acknowledged creates checked, %d more stored whose answer was lost; %d failed creates, of these kinds:\n%s",
-			killCycles, readies, acked, unacked, w.failures, strings.Join(w.errorKinds(), "\n"))
+			killCycles, readies, acked, unacked, failures, strings.Join(kinds, "\n"))
 	})
 }

@@ -33,8 +33,9 @@ func TestFaultGracefulRestart(t *testing.T) {
 		w.waitForAcks(t, acksPerCycle, time.Minute)
 		w.stop()
 		acked, unacked := w.checkAcknowledgedStored(t, c)
+		failures, kinds := w.failed()
 		t.Logf("%d acknowledged creates checked, %d more stored whose answer was lost; %d failed creates, of these kinds:\n%s",
-			acked, unacked, w.failures, strings.Join(w.errorKinds(), "\n"))
+			acked, unacked, failures, strings.Join(kinds, "\n"))
 		// A graceful stop finishes the requests it accepted: none is
 		// stored without its answer reaching the client.
 		if unacked > 0 {

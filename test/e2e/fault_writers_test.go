@@ -152,16 +152,17 @@ func (w *configMapWriters) waitForAcks(t *testing.T, n int, timeout time.Duratio
 		select {
 		case <-notify:
 		case <-deadline.C:
-			t.Fatalf("the writers had %d of %d more creates acknowledged after %s; their errors: %q", n-(want-got), n, timeout, w.errorKinds())
+			_, kinds := w.failed()
+			t.Fatalf("the writers had %d of %d more creates acknowledged after %s; their errors: %q", n-(want-got), n, timeout, kinds)
 		}
 	}
 }
 
-// errorKinds returns one message of each kind of failed create.
-func (w *configMapWriters) errorKinds() []string {
+// failed returns how many creates failed, and one message of each kind.
+func (w *configMapWriters) failed() (n int, kinds []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return slices.Clone(w.errors)
+	return w.failures, slices.Clone(w.errors)
 }
 
 // stop stops the writers once their creates in flight are answered, and
