@@ -76,7 +76,9 @@ type EtcdMembers interface {
 	// StopMember stops member i of c's etcd cluster gracefully.
 	StopMember(ctx context.Context, c *Cluster, i int) error
 	// StartMember starts member i of c's etcd cluster again, on its data,
-	// and returns once it serves clients.
+	// and returns once its process runs and listens for its peers, not
+	// once it serves clients: a member serves only with a quorum, which
+	// may need members started after it.
 	StartMember(ctx context.Context, c *Cluster, i int) error
 }
 
