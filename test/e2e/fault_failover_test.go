@@ -236,8 +236,8 @@ func waitForLeaseHolder(t *testing.T, cs kubernetes.Interface, not string) strin
 }
 
 // leaderReplica returns the index of the one replica whose log says it
-// took the Lease as holder, and fails t unless exactly that one and no
-// other replica logged that it leads.
+// took the Lease as holder (an identity is new with every process), and
+// fails t unless exactly one did.
 func leaderReplica(t *testing.T, replicas []*Cluster, holder string) int {
 	t.Helper()
 	leader := -1
@@ -306,9 +306,9 @@ func createNamespaceWithContent(t *testing.T, cs kubernetes.Interface, name stri
 	return name
 }
 
-// measureUntil polls cond every 100 ms until it holds, and returns how long after
-// from that was seen; it fails t (not fatally: it runs in a goroutine of
-// its own) after timeout.
+// measureUntil polls cond every 100 ms until it holds, and returns how
+// long after from that was seen; it fails t (not fatally: it runs in a
+// goroutine of its own) after timeout.
 func measureUntil(t *testing.T, from time.Time, timeout time.Duration, what string, cond wait.ConditionWithContextFunc) time.Duration {
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, cond)
 	took := time.Since(from)
@@ -318,6 +318,8 @@ func measureUntil(t *testing.T, from time.Time, timeout time.Duration, what stri
 	return took
 }
 
+// ignoreNotFound returns err unless it is NotFound, which a poll for a
+// deletion waits for.
 func ignoreNotFound(err error) error {
 	if apierrors.IsNotFound(err) {
 		return nil
