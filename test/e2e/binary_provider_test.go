@@ -53,6 +53,9 @@ type binaryRun struct {
 	stderr   *os.File
 	done     chan struct{} // closed when the process has exited
 	closeLog sync.Once
+	// killed is set by kill: the run ended because a test ended it, so
+	// Restart starts it again instead of reporting an unexpected exit.
+	killed bool
 }
 
 func (p *binaryProvider) Start(ctx context.Context, spec Spec) (*Cluster, error) {
@@ -104,6 +107,9 @@ func (p *binaryProvider) Stop(ctx context.Context, c *Cluster) error {
 }
 
 func (p *binaryProvider) Restart(ctx context.Context, c *Cluster) error {
+	if r, ok := c.impl.(*binaryRun); ok && r.killed {
+		return p.launch(ctx, c)
+	}
 	if err := p.Stop(ctx, c); err != nil {
 		return err
 	}
@@ -201,6 +207,7 @@ func (r *binaryRun) kill() {
 	}
 	_ = r.cmd.Process.Kill() // fails only when it has exited already
 	<-r.done
+	r.killed = true
 }
 
 func (r *binaryRun) closeLogs() {

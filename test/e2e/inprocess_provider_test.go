@@ -32,6 +32,8 @@ func (inprocessProvider) Can(a Action) bool {
 // inprocessRun is one run of an in-process control plane.
 type inprocessRun struct {
 	server *cptesting.TestServer
+	// killed is set by Kill, after which Restart only starts it again.
+	killed bool
 }
 
 // Start starts a control plane on a free loopback port; Spec.Port must be
@@ -75,6 +77,9 @@ func (p inprocessProvider) Stop(_ context.Context, c *Cluster) error {
 }
 
 func (p inprocessProvider) Restart(ctx context.Context, c *Cluster) error {
+	if r, ok := c.impl.(*inprocessRun); ok && r.killed {
+		return p.launch(ctx, c)
+	}
 	if err := p.Stop(ctx, c); err != nil {
 		return err
 	}
@@ -86,7 +91,7 @@ func (p inprocessProvider) Restart(ctx context.Context, c *Cluster) error {
 func (p inprocessProvider) Kill(c *Cluster) {
 	if r, ok := c.impl.(*inprocessRun); ok && r.server != nil {
 		_ = r.server.Stop() // the error is the control plane's, reported by Stop when a test asks
-		r.server = nil
+		r.server, r.killed = nil, true
 	}
 }
 

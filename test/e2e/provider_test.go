@@ -34,11 +34,12 @@ type Provider interface {
 	// 0) in time.
 	Stop(ctx context.Context, c *Cluster) error
 	// Restart stops the control plane like Stop, then starts it again with
-	// the same data dir, port and flags.
+	// the same data dir, port and flags. After Kill it only starts it
+	// again: that is how a spec brings back a control plane it crashed.
 	Restart(ctx context.Context, c *Cluster) error
 	// Kill ends the control plane (one replica of it, c) at once, without
 	// asking. It is safe to call on a stopped control plane and more than
-	// once.
+	// once; Restart starts it again.
 	Kill(c *Cluster)
 	// Teardown ends everything Start started for c: every replica at once,
 	// and whatever the provider runs beside them (an etcd cluster). It is
@@ -75,7 +76,9 @@ type EtcdMembers interface {
 	// StopMember stops member i of c's etcd cluster gracefully.
 	StopMember(ctx context.Context, c *Cluster, i int) error
 	// StartMember starts member i of c's etcd cluster again, on its data,
-	// and returns once it serves clients.
+	// and returns once its process runs and listens for its peers, not
+	// once it serves clients: a member serves only with a quorum, which
+	// may need members started after it.
 	StartMember(ctx context.Context, c *Cluster, i int) error
 }
 
