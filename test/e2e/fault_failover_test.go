@@ -318,15 +318,6 @@ func measureUntil(t *testing.T, from time.Time, timeout time.Duration, what stri
 	return took
 }
 
-// ignoreNotFound returns err unless it is NotFound, which a poll for a
-// deletion waits for.
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
 // allocatedPrefixes returns the prefixes claim holds according to its status.
 func allocatedPrefixes(claim *v1alpha1.NetworkClaim) []netip.Prefix {
 	var out []netip.Prefix
