@@ -12,9 +12,8 @@ import (
 
 // inprocessProvider runs the control plane inside the test process with
 // controlplane/testing, composed as the binary is (kana.Install), as a Go
-// test suite that embeds it does. It cannot
-// kill a control plane (there is no process of its own to kill), and its
-// log is the test process's.
+// test suite that embeds it does. It cannot kill a control plane (there is
+// no process of its own to kill), and its log is the test process's.
 type inprocessProvider struct{}
 
 var _ Provider = inprocessProvider{}

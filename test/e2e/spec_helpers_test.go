@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,12 +102,7 @@ func createSpecCRD(t *testing.T, cfg *rest.Config, crd *apiextensionsv1.CustomRe
 		if err != nil {
 			return false, err
 		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
+		return apihelpers.IsCRDConditionTrue(got, apiextensionsv1.Established), nil
 	})
 	for _, v := range crd.Spec.Versions {
 		if v.Served {
