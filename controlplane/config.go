@@ -104,6 +104,9 @@ func NewConfig(ctx context.Context, opts CompletedOptions) (*Config, error) {
 }
 
 func startEmbeddedEtcd(ctx context.Context, opts CompletedOptions) (*embeddedetcd.Server, error) {
+	if err := checkNoInterruptedRestore(opts.DataDir); err != nil {
+		return nil, err
+	}
 	etcd, err := embeddedetcd.Start(embeddedetcd.Config{
 		DataDir:           filepath.Join(opts.DataDir, "etcd"),
 		SocketPath:        opts.EtcdSocket,

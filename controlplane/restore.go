@@ -105,10 +105,15 @@ func restoreLocked(dataDir, snapshot string, restore restoreFunc, now time.Time)
 	if !hasMember {
 		// The PKI is created at the first start, the member right after
 		// it: a data dir with one and not the other belongs to a control
-		// plane that runs on an external etcd cluster.
+		// plane that runs on an external etcd cluster, unless a restore
+		// was interrupted there, which this one completes.
+		left, err := restoreLeftovers(dataDir)
+		if err != nil {
+			return nil, err
+		}
 		if hasPKI, err := exists(filepath.Join(dataDir, "pki")); err != nil {
 			return nil, err
-		} else if hasPKI {
+		} else if hasPKI && len(left) == 0 {
 			return nil, fmt.Errorf("data dir %s has no embedded etcd member (no %s): its control plane uses --etcd-servers, and its objects are in that etcd cluster. Restore the cluster's members with etcdutl snapshot restore (see etcd's disaster recovery guide), then start the control plane again", dataDir, etcdDir)
 		}
 	}
@@ -169,6 +174,42 @@ func moveAside(etcdDir string, now time.Time) (string, error) {
 		}
 		return aside, nil
 	}
+}
+
+// restoreLeftovers returns the directories a snapshot restore left in
+// dataDir: the member data it replaced (etcd.pre-restore-*) and a member it
+// was writing (etcd.restoring-*).
+func restoreLeftovers(dataDir string) ([]string, error) {
+	entries, err := os.ReadDir(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data dir %s: %w", dataDir, unwrapPathError(err))
+	}
+	var left []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), replacedEtcdPrefix) || strings.HasPrefix(e.Name(), restoringEtcdPrefix) {
+			left = append(left, filepath.Join(dataDir, e.Name()))
+		}
+	}
+	return left, nil
+}
+
+// checkNoInterruptedRestore fails when a snapshot restore was interrupted
+// (killed, or the machine lost power) after it moved the old member aside
+// and before it moved the restored one into place. etcd would start a new,
+// empty member there, and the start would then remove both the old member
+// and the restored one as leftovers; so the start stops, says what happened
+// and leaves everything as it is.
+func checkNoInterruptedRestore(dataDir string) error {
+	hasMember, err := exists(filepath.Join(dataDir, etcdDirName))
+	if err != nil || hasMember {
+		return err
+	}
+	left, err := restoreLeftovers(dataDir)
+	if err != nil || len(left) == 0 {
+		return err
+	}
+	return fmt.Errorf("data dir %s has no etcd member (%s) but holds %s: a snapshot restore was interrupted before it put the restored member in place. Run \"snapshot restore\" again, or move the member you want back into place (mv DIR %s); nothing was changed",
+		dataDir, filepath.Join(dataDir, etcdDirName), strings.Join(left, " and "), filepath.Join(dataDir, etcdDirName))
 }
 
 // removeReplacedEtcdData removes the member data that restores replaced,

@@ -382,3 +382,57 @@ func startMember(t *testing.T, cfg embeddedetcd.Config) *embeddedetcd.Server {
 	}
 	return member
 }
+
+// A restore killed between moving the old member aside and moving the
+// restored one into place leaves no etcd/: the next start must not let etcd
+// create an empty member there (and then remove both members as leftovers),
+// and a second restore completes the first.
+func TestInterruptedRestore(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		left map[string]string
+	}{
+		{"old member aside, restored one written", map[string]string{
+			"etcd.pre-restore-20261123T041836Z/member/snap/db": "old database",
+			"etcd.restoring-123/member/snap/db":                "restored database",
+		}},
+		{"restored one written into a new data dir", map[string]string{
+			"etcd.restoring-123/member/snap/db": "restored database",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, map[string]string{"admin.kubeconfig": "kubeconfig", "pki/ca.crt": "ca"})
+			writeFiles(t, dir, tc.left)
+			before := tree(t, dir)
+
+			err := checkNoInterruptedRestore(dir)
+			if err == nil {
+				t.Fatal("a start on a data dir whose restore was interrupted went ahead")
+			}
+			for _, want := range []string{"snapshot restore was interrupted", "etcd.restoring-123", `Run "snapshot restore" again`} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("start: %q, want it to contain %q", err, want)
+				}
+			}
+			if diffs := diffTrees(before, tree(t, dir)); len(diffs) > 0 {
+				t.Errorf("the refused start changed the data dir:\n%s", strings.Join(diffs, "\n"))
+			}
+
+			if _, err := restoreSnapshot(dir, snapshotFile(t), fakeRestore(nil), restoreTime); err != nil {
+				t.Fatalf("a second restore: %v", err)
+			}
+			if err := checkNoInterruptedRestore(dir); err != nil {
+				t.Errorf("start after the second restore: %v", err)
+			}
+		})
+	}
+
+	// Without leftovers, and with a member, a start goes ahead.
+	if err := checkNoInterruptedRestore(dataDirWithMember(t)); err != nil {
+		t.Errorf("start on a data dir with a member: %v", err)
+	}
+	if err := checkNoInterruptedRestore(t.TempDir()); err != nil {
+		t.Errorf("start on a new data dir: %v", err)
+	}
+}
