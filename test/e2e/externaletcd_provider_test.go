@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -225,6 +226,19 @@ func (e *etcdCluster) clientURLs() string {
 		urls = append(urls, m.clientURL)
 	}
 	return strings.Join(urls, ",")
+}
+
+// logTails prints the end of each member's log of its current (or last) run.
+func (e *etcdCluster) logTails(t *testing.T) {
+	for _, m := range e.members {
+		path := filepath.Join(m.dir, fmt.Sprintf("etcd-%d.log", m.runs))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Logf("etcd member %s log %s: %v", m.name, path, err)
+			continue
+		}
+		t.Logf("last lines of etcd member %s's log %s:\n%s", m.name, path, tail(string(data), logTailLines))
+	}
 }
 
 // stop kills every member; it is safe to call more than once.

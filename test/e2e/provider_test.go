@@ -188,6 +188,9 @@ func startClusterWith(t *testing.T, p Provider, spec Spec) *Cluster {
 		if c.Replicas == nil {
 			logTailOnFailure(t, c)
 		}
+		if etcd, ok := c.infra.(*etcdCluster); ok && t.Failed() {
+			etcd.logTails(t)
+		}
 	})
 	return c
 }

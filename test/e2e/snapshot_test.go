@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 const (
@@ -46,7 +45,7 @@ func TestSnapshotSaveUnderLoadAndRestore(t *testing.T) {
 	ns := "snapshot-e2e"
 	kubectl(t, c, "create", "namespace", ns)
 
-	load := startWriters(t, adminClient(t, c), ns, snapshotWriters)
+	load := startWriters(t, clientset(t, c), ns, snapshotWriters)
 	load.waitFor(t, writesAround)
 	snapshotsDir := filepath.Join(c.DataDir, "snapshots")
 	if err := os.MkdirAll(snapshotsDir, 0o700); err != nil {
@@ -113,7 +112,7 @@ func TestSnapshotSaveUnderLoadAndRestore(t *testing.T) {
 		t.Errorf("the start after the restore logged %q %d times, want once (%s)", restoredLine, n, restored.StderrPath)
 	}
 
-	client := adminClient(t, restored)
+	client := clientset(t, restored)
 	list, err := client.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("listing the restored config maps: %v", err)
@@ -289,22 +288,6 @@ func (w *writers) stop() (map[string]int64, map[string]bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.acked, w.unknown
-}
-
-// adminClient is a client of c as its admin, without client-side rate
-// limits: the writers are the load.
-func adminClient(t *testing.T, c *Cluster) kubernetes.Interface {
-	t.Helper()
-	config, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	config.QPS, config.Burst = -1, 0
-	client, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return client
 }
 
 // replacedDirs are the member data dirs a restore moved aside in dataDir.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Create, read, update, list, watch and delete a namespaced generic
@@ -19,7 +17,7 @@ func TestSpecCRUDAndWatch(t *testing.T) {
 	onEveryProvider(t, func(t *testing.T, c *Cluster) {
 		ctx := t.Context()
 		cs := clientset(t, c)
-		ns := specNamespace(t, cs, "e2e-crud")
+		ns := specNamespace(t, cs, "e2e-spec-crud")
 		cms := cs.CoreV1().ConfigMaps(ns)
 
 		list, err := cms.List(ctx, metav1.ListOptions{})
@@ -77,22 +75,4 @@ func TestSpecCRUDAndWatch(t *testing.T) {
 			}
 		}
 	})
-}
-
-// specNamespace creates a namespace named after prefix for one spec, with
-// a generated suffix (specs share control planes, also across runs), and
-// deletes it when the spec ends.
-func specNamespace(t *testing.T, cs kubernetes.Interface, prefix string) string {
-	t.Helper()
-	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating a namespace: %v", err)
-	}
-	t.Cleanup(func() {
-		// Not t.Context(): it is done by now.
-		if err := cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting namespace %s: %v", ns.Name, err)
-		}
-	})
-	return ns.Name
 }
