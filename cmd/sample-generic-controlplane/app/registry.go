@@ -141,20 +141,36 @@ func (o *registryOptions) restConfig() (*rest.Config, error) {
 	}
 }
 
+// client is a client of the control plane the kubeconfig names, and that
+// configuration (for messages that name the server).
+func (o *registryOptions) client() (*rest.Config, versioned.Interface, error) {
+	config, err := o.restConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := versioned.NewForConfig(config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	return config, client, nil
+}
+
 // start returns a registry that has read every NetworkClaim, once: the
 // commands ask and exit, so they list rather than watch, and a refused
 // connection or a refusal of the server fails at once.
 func (o *registryOptions) start(ctx context.Context) (*networkregistry.Registry, error) {
-	config, err := o.restConfig()
+	config, client, err := o.client()
 	if err != nil {
 		return nil, err
 	}
-	client, err := versioned.NewForConfig(config)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
-	}
 	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, errRegistryTimeout)
 	defer cancel()
+	return o.snapshot(ctx, config, client)
+}
+
+// snapshot reads every NetworkClaim once; ctx ends with errRegistryTimeout
+// when --timeout passes.
+func (o *registryOptions) snapshot(ctx context.Context, config *rest.Config, client versioned.Interface) (*networkregistry.Registry, error) {
 	r, err := networkregistry.Snapshot(ctx, client)
 	if err != nil && errors.Is(context.Cause(ctx), errRegistryTimeout) {
 		return nil, fmt.Errorf("the NetworkClaims of %s were not read within --timeout=%s; raise --timeout or check the server", config.Host, o.timeout)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,7 +124,7 @@ func (o *claimOptions) records(args []string, changed func(flag string) bool) ([
 	case len(prefixArgs) == 0 && o.from == "" && !lengthSet:
 		return nil, "", fmt.Errorf("nothing to claim: give PREFIX arguments, e.g. claim %s 10.96.0.0/12, or --from CLAIM --prefix-length N to take a prefix from another claim's delegable prefix", name)
 	case len(prefixArgs) > 0 && lengthSet:
-		return nil, "", fmt.Errorf("--prefix-length asks the registry to choose a prefix, PREFIX arguments name them: give one or the other, e.g. claim %s --from %s --prefix-length %d", name, orDefault(o.from, "org-pods"), o.prefixLength)
+		return nil, "", fmt.Errorf("--prefix-length asks the registry to choose a prefix, PREFIX arguments name them: give one or the other, e.g. claim %s --from %s --prefix-length %d", name, cmp.Or(o.from, "org-pods"), o.prefixLength)
 	case lengthSet && o.from == "":
 		return nil, "", fmt.Errorf("--prefix-length needs --from CLAIM, the claim whose delegable prefix to take the /%d from, e.g. --from org-pods --prefix-length %d", o.prefixLength, o.prefixLength)
 	case o.from != "" && len(prefixArgs) == 0 && !lengthSet:
@@ -261,23 +262,11 @@ func parseReference(s string) (*v1alpha1.ResourceReference, error) {
 	return &v1alpha1.ResourceReference{Group: group, Resource: resource}, nil
 }
 
-// orDefault returns s, or def when s is empty.
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 // run applies the records and waits for the registry's decision.
 func (o *claimOptions) run(ctx context.Context, out io.Writer, name string, records []networkregistry.Record, fieldManager string) error {
-	config, err := o.restConfig()
+	config, client, err := o.client()
 	if err != nil {
 		return err
-	}
-	client, err := versioned.NewForConfig(config)
-	if err != nil {
-		return fmt.Errorf("--kubeconfig: %w", err)
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, errRegistryTimeout)
 	defer cancel()
@@ -418,23 +407,16 @@ come, first served. Prefixes others took from its delegable prefixes stay theirs
 }
 
 func (o *releaseOptions) run(ctx context.Context, out io.Writer, name string) error {
-	config, err := o.restConfig()
+	config, client, err := o.client()
 	if err != nil {
 		return err
-	}
-	client, err := versioned.NewForConfig(config)
-	if err != nil {
-		return fmt.Errorf("--kubeconfig: %w", err)
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, errRegistryTimeout)
 	defer cancel()
 	// One list tells what the claim holds and what others took from it.
-	r, err := networkregistry.Snapshot(ctx, client)
+	r, err := o.snapshot(ctx, config, client)
 	if err != nil {
-		if errors.Is(context.Cause(ctx), errRegistryTimeout) {
-			return fmt.Errorf("the NetworkClaims of %s were not read within --timeout=%s; raise --timeout or check the server", config.Host, o.timeout)
-		}
-		return fmt.Errorf("reading the NetworkClaims of %s: %w", config.Host, err)
+		return err
 	}
 	var claim *v1alpha1.NetworkClaim
 	for _, c := range r.Claims() {
