@@ -34,7 +34,7 @@ func lockDataDir(dir string) (*dataDirLock, error) {
 			if pid == "" {
 				pid = "unknown"
 			}
-			return nil, fmt.Errorf("data dir %s is in use by another sample-generic-controlplane (pid %s, lock %s): stop it or choose another --data-dir", dir, pid, path)
+			return nil, &dataDirInUseError{dir: dir, pid: pid, lock: path}
 		}
 		return nil, fmt.Errorf("data dir %s: locking %s: %w", dir, path, err)
 	}
@@ -42,6 +42,16 @@ func lockDataDir(dir string) (*dataDirLock, error) {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return &dataDirLock{file: f}, nil
+}
+
+// dataDirInUseError is a data dir locked by a running control plane.
+type dataDirInUseError struct {
+	dir, pid, lock string
+}
+
+// Error says what to do for a control plane that starts on the data dir.
+func (e *dataDirInUseError) Error() string {
+	return fmt.Sprintf("data dir %s is in use by another sample-generic-controlplane (pid %s, lock %s): stop it or choose another --data-dir", e.dir, e.pid, e.lock)
 }
 
 // release drops the lock; the file stays so the next start reuses it.

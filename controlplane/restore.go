@@ -83,8 +83,12 @@ func restoreSnapshot(dataDir, snapshot string, restore restoreFunc, now time.Tim
 		created = true
 	}
 	lock, err := lockDataDir(dataDir)
+	var inUse *dataDirInUseError
+	if errors.As(err, &inUse) {
+		return nil, fmt.Errorf("cannot restore while a control plane runs: data dir %s is in use by sample-generic-controlplane pid %s (lock %s); stop it, then run the restore again", inUse.dir, inUse.pid, inUse.lock)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot restore while a control plane runs: %w", err)
+		return nil, fmt.Errorf("cannot restore: %w", err)
 	}
 	defer lock.release()
 	result, err := restoreLocked(dataDir, snapshot, restore, now)
@@ -147,7 +151,7 @@ func restoreLocked(dataDir, snapshot string, restore restoreFunc, now time.Time)
 		os.RemoveAll(tmp) //nolint:errcheck // as above
 		return nil, err
 	}
-	if err := syncDir(dataDir); err != nil {
+	if err := embeddedetcd.SyncDir(dataDir); err != nil {
 		return nil, err
 	}
 	return result, nil
@@ -249,17 +253,4 @@ func exists(path string) (bool, error) {
 		return false, unwrapPathError(err)
 	}
 	return true, nil
-}
-
-// syncDir makes the renames in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close() //nolint:errcheck // synced below
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, err)
-	}
-	return nil
 }

@@ -230,7 +230,7 @@ func TestRestoreSnapshotLeavesDataDirOnFailure(t *testing.T) {
 				}
 				return lock.release
 			},
-			wantErrs: []string{"cannot restore while a control plane runs", "is in use", "pid " + strconv.Itoa(os.Getpid()), "stop it"},
+			wantErrs: []string{"cannot restore while a control plane runs", "is in use", "pid " + strconv.Itoa(os.Getpid()), "stop it, then run the restore again"},
 		},
 	}
 	for _, tc := range cases {

@@ -93,7 +93,7 @@ func SaveSnapshot(ctx context.Context, source SnapshotSource, dir string, name f
 		return "", SnapshotStatus{}, fmt.Errorf("moving the snapshot into place: %w", err)
 	}
 	// The rename is durable once the directory is synced.
-	if err := syncDir(dir); err != nil {
+	if err := SyncDir(dir); err != nil {
 		return "", SnapshotStatus{}, err
 	}
 	return path, status, nil
@@ -191,8 +191,8 @@ func verifyHash(path string) error {
 	return nil
 }
 
-// syncDir makes renames and removals in dir durable.
-func syncDir(dir string) error {
+// SyncDir makes renames and removals in dir durable.
+func SyncDir(dir string) error {
 	d, err := fileutil.OpenDir(dir)
 	if err != nil {
 		return fmt.Errorf("syncing %s: %w", dir, err)
