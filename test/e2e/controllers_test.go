@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // The controllers can run as their own process (hyperkube-style) against a
@@ -107,16 +112,26 @@ metadata:
 // (manager.LeaseName; the e2e suite does not import the controllers).
 const controllersLease = "sample-generic-controlplane-controllers"
 
-// leaseHolder returns the holder of the controllers' Lease; "" when it has
-// none or does not exist.
+// leaseHolder is the holder of the controllers' Lease on c; empty when
+// there is none.
 func leaseHolder(t *testing.T, c *Cluster) string {
 	t.Helper()
-	res := runKubectl(t, c, "", "get", "lease", "--namespace=kube-system", controllersLease, "-o", "jsonpath={.spec.holderIdentity}")
-	if res.ExitCode != 0 {
-		if strings.Contains(res.Stderr, "NotFound") {
-			return ""
-		}
-		t.Fatalf("kubectl get lease %s: exit code %d; stderr:\n%s", controllersLease, res.ExitCode, res.Stderr)
+	holder, err := leaseHolderOf(t.Context(), clientset(t, c))
+	if err != nil {
+		t.Fatalf("reading Lease %s: %v", controllersLease, err)
 	}
-	return res.Stdout
+	return holder
+}
+
+// leaseHolderOf returns the holder of the controllers' Lease, "" when it
+// has none or does not exist.
+func leaseHolderOf(ctx context.Context, cs kubernetes.Interface) (string, error) {
+	lease, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, controllersLease, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && lease.Spec.HolderIdentity == nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return *lease.Spec.HolderIdentity, nil
 }

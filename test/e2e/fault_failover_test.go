@@ -206,19 +206,6 @@ func bothServe(t *testing.T, replicas []*Cluster) {
 	}
 }
 
-// leaseHolderOf returns the holder of the controllers' Lease, "" when it
-// has none or does not exist.
-func leaseHolderOf(ctx context.Context, cs kubernetes.Interface) (string, error) {
-	lease, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, controllersLease, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) || (err == nil && lease.Spec.HolderIdentity == nil) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return *lease.Spec.HolderIdentity, nil
-}
-
 // waitForLeaseHolder waits until the controllers' Lease has a holder other
 // than not, and returns it.
 func waitForLeaseHolder(t *testing.T, cs kubernetes.Interface, not string) string {

@@ -43,7 +43,7 @@ func TestQuorumLossLogIsBoundedAndRecovers(t *testing.T) {
 
 	members[1].stop()
 	members[2].stop()
-	waitForReadyz(t, c, false)
+	untilReadyz(t, c, false, time.Minute)
 	// The window is the measurement, not a wait for a condition.
 	select {
 	case <-time.After(quorumLossWindow):
@@ -54,7 +54,7 @@ func TestQuorumLossLogIsBoundedAndRecovers(t *testing.T) {
 
 	members[1].start(t)
 	members[2].start(t)
-	waitForReadyz(t, c, true)
+	untilReadyz(t, c, true, time.Minute)
 	kubectl(t, c, "create", "configmap", "after-quorum-loss", "--namespace=default")
 
 	// Stopping writes the counts held so far: proof that the watches
@@ -101,23 +101,5 @@ func checkQuorumLossLog(t *testing.T, who string, lines []string, window time.Du
 	if len(klogLines) > maxQuorumLossLines {
 		t.Errorf("while etcd had no quorum, %s logged %d lines in %s (and the etcd client %d), want at most %d; the first ones:\n%s",
 			who, len(klogLines), window, len(lines)-len(klogLines), maxQuorumLossLines, strings.Join(klogLines[:min(len(klogLines), logTailLines)], "\n"))
-	}
-}
-
-// waitForReadyz waits until /readyz answers 200 (ready) or anything else
-// (!ready); it gives the control plane a minute.
-func waitForReadyz(t *testing.T, c *Cluster, ready bool) {
-	t.Helper()
-	const timeout = time.Minute
-	deadline := time.Now().Add(timeout)
-	for {
-		res := runKubectl(t, c, "", "get", "--raw=/readyz", "--request-timeout=5s")
-		if (res.ExitCode == 0) == ready {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz still answers %q (exit code %d, %s) %s later, want ready=%v", res.Stdout, res.ExitCode, strings.TrimSpace(res.Stderr), timeout, ready)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -1,12 +1,12 @@
-//go:build e2e
-
 package e2e
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -36,8 +36,9 @@ type configMapWriters struct {
 	cs kubernetes.Interface
 	ns string
 
-	mu    sync.Mutex
-	acked sets.Set[string]
+	mu sync.Mutex
+	// acked holds the resourceVersion of each acknowledged create, by name.
+	acked map[string]int64
 	// failures counts failed creates; errors keeps the first of each kind.
 	failures int
 	errors   []string
@@ -59,7 +60,7 @@ func startConfigMapWriters(t *testing.T, c *Cluster, ns string, n int) *configMa
 	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating namespace %s: %v", ns, err)
 	}
-	w := &configMapWriters{cs: cs, ns: ns, acked: sets.New[string](), notify: make(chan struct{}), stopping: make(chan struct{})}
+	w := &configMapWriters{cs: cs, ns: ns, acked: map[string]int64{}, notify: make(chan struct{}), stopping: make(chan struct{})}
 	for i := range n {
 		w.wg.Go(func() { w.write(i) })
 	}
@@ -77,11 +78,12 @@ func (w *configMapWriters) write(writer int) {
 		}
 		name := fmt.Sprintf("w%02d-%06d", writer, seq)
 		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"seq": fmt.Sprint(seq)}}, metav1.CreateOptions{})
+		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"seq": fmt.Sprint(seq)}}, metav1.CreateOptions{})
 		cancel()
 		switch {
 		case err == nil:
-			w.ack(name)
+			rv, _ := strconv.ParseInt(cm.ResourceVersion, 10, 64) // etcd's revision
+			w.ack(name, rv)
 			seq++
 		case apierrors.IsAlreadyExists(err):
 			// Stored by an attempt whose answer was lost: not
@@ -97,10 +99,10 @@ func (w *configMapWriters) write(writer int) {
 	}
 }
 
-func (w *configMapWriters) ack(name string) {
+func (w *configMapWriters) ack(name string, resourceVersion int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.acked.Insert(name)
+	w.acked[name] = resourceVersion
 	close(w.notify)
 	w.notify = make(chan struct{})
 }
@@ -127,24 +129,25 @@ func (w *configMapWriters) fail(err error) {
 	}
 }
 
-// acknowledged returns the names of the creates acknowledged so far.
-func (w *configMapWriters) acknowledged() sets.Set[string] {
+// acknowledged returns the creates acknowledged so far: the
+// resourceVersion of each, by name.
+func (w *configMapWriters) acknowledged() map[string]int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.acked.Clone()
+	return maps.Clone(w.acked)
 }
 
 // waitForAcks waits until n more creates than now are acknowledged.
 func (w *configMapWriters) waitForAcks(t *testing.T, n int, timeout time.Duration) {
 	t.Helper()
 	w.mu.Lock()
-	want := w.acked.Len() + n
+	want := len(w.acked) + n
 	w.mu.Unlock()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
 		w.mu.Lock()
-		got, notify := w.acked.Len(), w.notify
+		got, notify := len(w.acked), w.notify
 		w.mu.Unlock()
 		if got >= want {
 			return
@@ -180,7 +183,7 @@ func (w *configMapWriters) stop() {
 func (w *configMapWriters) checkAcknowledgedStored(t *testing.T, c *Cluster) (acked, unacked int) {
 	t.Helper()
 	// Acknowledged before the list begins, so stored before it reads.
-	want := w.acknowledged()
+	want := sets.KeySet(w.acknowledged())
 	cfg := restConfig(t, c)
 	cfg.Timeout = time.Minute
 	list, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps(w.ns).List(t.Context(), metav1.ListOptions{})
