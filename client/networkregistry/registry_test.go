@@ -327,12 +327,7 @@ func TestAllocationsOfOnePrefix(t *testing.T) {
 // Updates and deletions replace a claim's allocations: nothing stale stays.
 func TestUpdatesAndDeletions(t *testing.T) {
 	r, client := startRegistry(t, fixture()...)
-	steps := []struct {
-		name   string
-		change func(t *testing.T)
-		query  string
-		want   []string
-	}{
+	steps := []whoHasStep{
 		{
 			name: "record removed from spec, status not yet updated",
 			change: func(t *testing.T) {
@@ -375,18 +370,7 @@ func TestUpdatesAndDeletions(t *testing.T) {
 			want:  []string{"10.96.0.0/16 pods", "10.97.0.0/16 kube-apiserver"},
 		},
 	}
-	for _, step := range steps {
-		t.Run(step.name, func(t *testing.T) {
-			step.change(t)
-			got, err := r.WhoHas(step.query)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(held(got), step.want) {
-				t.Errorf("WhoHas(%s) = %q, want %q", step.query, held(got), step.want)
-			}
-		})
-	}
+	runWhoHasSteps(t, r, steps)
 	want := []string{"10.96.0.0/16 pods", "10.97.0.0/16 kube-apiserver", "192.0.2.0/24 stale", "192.168.0.0/24 lb"}
 	if got := held(r.Allocations()); !slices.Equal(got, want) {
 		t.Errorf("after all steps Allocations() = %q, want %q", got, want)
@@ -1162,12 +1146,7 @@ func TestPoolRecordChanges(t *testing.T) {
 			write(t, r, client, c)
 		}
 	}
-	steps := []struct {
-		name   string
-		change func(t *testing.T)
-		query  string
-		want   []string
-	}{
+	steps := []whoHasStep{
 		{
 			name:   "length changed, not decided yet",
 			change: clusterA(func(c *v1alpha1.NetworkClaim) { *c.Spec.AddressSpace[0].PrefixLength = 20 }),
@@ -1211,18 +1190,7 @@ func TestPoolRecordChanges(t *testing.T) {
 			want:  []string{"10.0.0.0/8 org-pods", "10.0.0.0/24 node-1"},
 		},
 	}
-	for _, step := range steps {
-		t.Run(step.name, func(t *testing.T) {
-			step.change(t)
-			got, err := r.WhoHas(step.query)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(held(got), step.want) {
-				t.Errorf("WhoHas(%s) = %q, want %q", step.query, held(got), step.want)
-			}
-		})
-	}
+	runWhoHasSteps(t, r, steps)
 }
 
 func TestChain(t *testing.T) {
@@ -1360,5 +1328,31 @@ func TestUnavailableErrorFields(t *testing.T) {
 	}
 	if got, want := unavailable.Conflicts(), []ClaimedPrefix{{Claim: "kube-apiserver", Prefix: netip.MustParsePrefix("10.96.0.0/12")}}; !slices.Equal(got, want) {
 		t.Errorf("Conflicts() = %+v, want %+v", got, want)
+	}
+}
+
+// whoHasStep changes the claims, then asks WhoHas(query) and wants its
+// answers as held prints them.
+type whoHasStep struct {
+	name   string
+	change func(t *testing.T)
+	query  string
+	want   []string
+}
+
+// runWhoHasSteps runs the steps in order, each a subtest, on one registry.
+func runWhoHasSteps(t *testing.T, r *Registry, steps []whoHasStep) {
+	t.Helper()
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			step.change(t)
+			got, err := r.WhoHas(step.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(held(got), step.want) {
+				t.Errorf("WhoHas(%s) = %q, want %q", step.query, held(got), step.want)
+			}
+		})
 	}
 }
