@@ -132,7 +132,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	// Upstream gives the HTTP server's shutdown --request-timeout (60 s).
 	chain.GenericAPIServer.ShutdownTimeout = httpShutdownTimeout
-	go s.signalReady(ctx)
+	go s.signalReady(ctx, health)
 
 	// Scheduled snapshots stop as soon as a stop begins (one in progress
 	// is abandoned, leaving no file behind), and end before etcd closes.
@@ -203,8 +203,10 @@ func (s *Server) runControllers(ctx context.Context, health *manager.Health) {
 	}
 }
 
-// signalReady closes s.ready once /readyz answers 200 over the loopback connection.
-func (s *Server) signalReady(ctx context.Context) {
+// signalReady closes s.ready once /readyz answers 200 over the loopback
+// connection, then, once the controllers (if any) have synced, returns the
+// start-up garbage to the OS.
+func (s *Server) signalReady(ctx context.Context, controllers *manager.Health) {
 	client, err := kubernetes.NewForConfig(s.config.APIs.ControlPlane.Generic.LoopbackClientConfig)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot watch readiness")
@@ -219,9 +221,17 @@ func (s *Server) signalReady(ctx context.Context) {
 		return
 	}
 	close(s.ready)
-	// Start-up builds the OpenAPI documents and bootstraps policy, which
-	// leaves tens of megabytes of garbage behind. The runtime would hand
-	// it back to the OS only slowly; do it once, now that the burst is over.
+	// Start-up builds the OpenAPI documents and bootstraps policy, then
+	// the controllers list everything into their informers: tens of
+	// megabytes of garbage, which the runtime would hand back to the OS only
+	// slowly. Do it once, when the burst is over.
+	if controllers != nil {
+		select {
+		case <-controllers.Synced():
+		case <-ctx.Done():
+			return
+		}
+	}
 	debug.FreeOSMemory()
 }
 

@@ -15,11 +15,15 @@ type Health struct {
 	mu     sync.Mutex
 	status map[string]error
 	checks []healthz.HealthChecker
+	// synced is closed by the first leadership term whose controllers
+	// have started and whose informers have synced.
+	synced     chan struct{}
+	syncedOnce sync.Once
 }
 
 // NewHealth returns the health of the controllers o enables.
 func NewHealth(o *Options) *Health {
-	h := &Health{status: map[string]error{}}
+	h := &Health{status: map[string]error{}, synced: make(chan struct{})}
 	for _, d := range o.descriptors {
 		if !o.runs(d) {
 			continue
@@ -40,6 +44,18 @@ func (h *Health) Checks() []healthz.HealthChecker {
 		return nil
 	}
 	return h.checks
+}
+
+// Synced is closed once the controllers have started and the informers
+// they asked for at start have synced: the end of their start-up burst of
+// lists. It stays open on a replica that never leads.
+func (h *Health) Synced() <-chan struct{} { return h.synced }
+
+func (h *Health) markSynced() {
+	if h == nil {
+		return
+	}
+	h.syncedOnce.Do(func() { close(h.synced) })
 }
 
 func (h *Health) set(name string, err error) {

@@ -82,6 +82,13 @@ func runControllers(ctx context.Context, o *Options, id string, rootConfig *rest
 	defer metadataInformers.Shutdown()
 	c.ObjectOrMetadataInformerFactory.Start(ctx.Done())
 	close(c.InformersStarted)
+	go func() {
+		c.InformerFactory.WaitForCacheSync(ctx.Done())
+		metadataInformers.WaitForCacheSync(ctx.Done())
+		if ctx.Err() == nil {
+			health.markSynced()
+		}
+	}()
 
 	var wg sync.WaitGroup
 	for _, r := range runs {
