@@ -7,8 +7,9 @@
 #               inprocess, binary, external-etcd (3 etcd members, 2 replicas) and
 #               external (a control plane reached only by its kubeconfig)
 #   make verify gofmt, go vet and go mod tidy of every module, generated code up to date
-#   make bench  start-up, idle memory and controllers, beside upstream anchors;
-#               NetworkClaim allocation latency and the prefix index
+#   make bench  start-up, idle memory, writes, lists, watches and controllers,
+#               beside upstream anchors; NetworkClaim allocation latency and the
+#               prefix index (docs/performance.md)
 
 SHELL := /usr/bin/env bash
 GO ?= go
@@ -79,14 +80,17 @@ verify:
 codegen:
 	./hack/update-codegen.sh
 
-# The anchors, built from our module graph: the upstream generic sample and etcd
-# for start-up and memory, kube-controller-manager for the controllers.
+# The anchors, built from our module graph: etcd, the upstream generic sample
+# and kube-controller-manager with the generic controllers, separate processes
+# (docs/performance.md).
 bench: build
 	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/anchor-apiserver k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic
 	$(GO) build -o $(BIN)/anchor-etcd go.etcd.io/etcd/server/v3
 	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/anchor-kcm k8s.io/kubernetes/cmd/kube-controller-manager
-	$(GO) run ./hack/bench/startup -binary $(BINARY) \
-		-anchor-apiserver $(BIN)/anchor-apiserver -anchor-etcd $(BIN)/anchor-etcd $(BENCH_ARGS)
+	$(GO) run ./hack/bench/startup -binary $(BINARY) -anchor-apiserver $(BIN)/anchor-apiserver \
+		-anchor-etcd $(BIN)/anchor-etcd -anchor-kcm $(BIN)/anchor-kcm $(BENCH_ARGS)
+	$(GO) run ./hack/bench/load -binary $(BINARY) -anchor-apiserver $(BIN)/anchor-apiserver \
+		-anchor-etcd $(BIN)/anchor-etcd -anchor-kcm $(BIN)/anchor-kcm
 	$(GO) run ./hack/bench/controllers -binary $(BINARY) -kcm $(BIN)/anchor-kcm
 	$(GO) run ./hack/bench/controllers -binary $(BINARY) -kcm $(BIN)/anchor-kcm \
 		-kcm-args "--kube-api-qps=1000 --kube-api-burst=2000"

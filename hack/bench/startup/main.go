@@ -57,12 +57,21 @@ func main() {
 	benchutil.Header(fmt.Sprintf("start-up and idle memory, median of %d runs (min-max)", *runs), "sample-generic-cp", "anchor (etcd+sample+kcm)")
 	benchutil.Row("first start to ready (s)", ours.first, anchor.first, seconds)
 	benchutil.Row("restart to ready (s)", ours.restart, anchor.restart, seconds)
-	benchutil.Row("idle RSS (MB)", ours.rss, anchor.rss, megabytes)
+	benchutil.Row("idle RSS (MiB)", ours.rss, anchor.rss, megabytes)
+	benchutil.Row("  file-backed: code, read-only data (MiB)", ours.rssFile, anchor.rssFile, megabytes)
+	benchutil.Row("  anonymous: heap, stacks (MiB)", ours.rssAnon, anchor.rssAnon, megabytes)
 	benchutil.Row("in-process test server to ready (s)", ours.inProcess, nil, seconds)
 }
 
 type results struct {
-	first, restart, rss, inProcess []float64
+	first, restart, inProcess []float64
+	rss, rssFile, rssAnon     []float64
+}
+
+func (r *results) addRSS(rss benchutil.RSS) {
+	r.rss = append(r.rss, rss.Total())
+	r.rssFile = append(r.rssFile, rss.File)
+	r.rssAnon = append(r.rssAnon, rss.Anon)
 }
 
 func seconds(v float64) string   { return fmt.Sprintf("%.3f", v) }
@@ -105,7 +114,7 @@ func measureOurs(binary string, idle time.Duration, r *results) error {
 		*into = append(*into, time.Since(start).Seconds())
 		if into == &r.restart {
 			time.Sleep(idle) // the figure is memory at rest
-			r.rss = append(r.rss, rssMB(ours.Pids()))
+			r.addRSS(benchutil.ReadRSS(ours.Pids()))
 		}
 		if err := ours.Stop(); err != nil {
 			return err
@@ -136,20 +145,11 @@ func measureAnchor(bins benchutil.AnchorBinaries, idle time.Duration, r *results
 		*into = append(*into, time.Since(start).Seconds())
 		if into == &r.restart {
 			time.Sleep(idle)
-			r.rss = append(r.rss, rssMB(anchor.Pids()))
+			r.addRSS(benchutil.ReadRSS(anchor.Pids()))
 		}
 		if err := anchor.Stop(); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// rssMB sums the resident set sizes of pids, in MiB.
-func rssMB(pids []int) float64 {
-	var sum float64
-	for _, pid := range pids {
-		sum += benchutil.RSSMB(pid)
-	}
-	return sum
 }

@@ -241,19 +241,32 @@ func writeECKey(path string) error {
 	return keyutil.WriteKey(path, pem.EncodeToMemory(&pem.Block{Type: keyutil.ECPrivateKeyBlockType, Bytes: der}))
 }
 
-// RSSMB reads the resident set size of pid, in MiB.
-func RSSMB(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024
+// RSS is a process's resident memory, in MiB: file-backed pages (the
+// binary's code and read-only data, shared libraries, mapped files) and
+// anonymous ones (the Go heap, stacks and runtime metadata).
+type RSS struct{ File, Anon float64 }
+
+// Total is all resident memory.
+func (r RSS) Total() float64 { return r.File + r.Anon }
+
+// ReadRSS reads the resident memory of pids, summed, from /proc/PID/status.
+func ReadRSS(pids []int) RSS {
+	var r RSS
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			for prefix, into := range map[string]*float64{"RssFile:": &r.File, "RssAnon:": &r.Anon, "RssShmem:": &r.File} {
+				if rest, ok := strings.CutPrefix(line, prefix); ok {
+					kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+					*into += kb / 1024
+				}
+			}
 		}
 	}
-	return 0
+	return r
 }
 
 // CPUSeconds is the user and system CPU time pids have used, from
