@@ -37,23 +37,38 @@ func (b Bootstrap) runs(resources serverstorage.APIResourceConfigSource) bool {
 
 // hook is the bootstrap as a post-start hook.
 func (b Bootstrap) hook() genericapiserver.PostStartHookFunc {
-	return bootstrapHook(b.Name, func(ctx context.Context, client kubernetes.Interface) error {
-		opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
-		for _, role := range b.ClusterRoles {
+	return bootstrapHook(b.Name, b.write)
+}
+
+// write applies the roles and bindings, all at once: each apply first waits
+// until admission is ready, then they are independent of one another. Then
+// it calls Apply.
+func (b Bootstrap) write(ctx context.Context, client kubernetes.Interface) error {
+	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	var applies []func() error
+	for _, role := range b.ClusterRoles {
+		applies = append(applies, func() error {
 			if _, err := client.RbacV1().ClusterRoles().Apply(ctx, role, opts); err != nil {
 				return fmt.Errorf("clusterrole %s: %w", *role.Name, err)
 			}
-		}
-		for _, binding := range b.ClusterRoleBindings {
+			return nil
+		})
+	}
+	for _, binding := range b.ClusterRoleBindings {
+		applies = append(applies, func() error {
 			if _, err := client.RbacV1().ClusterRoleBindings().Apply(ctx, binding, opts); err != nil {
 				return fmt.Errorf("clusterrolebinding %s: %w", *binding.Name, err)
 			}
-		}
-		if b.Apply != nil {
-			return b.Apply(ctx, client)
-		}
-		return nil
-	})
+			return nil
+		})
+	}
+	if err := runConcurrently(ctx, len(applies), applies); err != nil {
+		return err
+	}
+	if b.Apply != nil {
+		return b.Apply(ctx, client)
+	}
+	return nil
 }
 
 // controllerRoles is the bootstrap of the roles that controllers declare
