@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -125,5 +126,73 @@ func TestBootstrapAppliesTogether(t *testing.T) {
 	}
 	if stored != 3 {
 		t.Errorf("Apply saw %d roles and bindings, want all 3", stored)
+	}
+}
+
+// A bootstrap applies its roles and bindings when they are missing or
+// someone changed what it set, and only reads them when they hold what it
+// would apply: a restart writes nothing.
+func TestBootstrapAppliesOnlyWhatChanged(t *testing.T) {
+	rule := rbacv1ac.PolicyRule().WithAPIGroups("example.com").WithResources("widgets").WithVerbs("get", "list")
+	b := Bootstrap{
+		Name: "example.com/bootstrap",
+		ClusterRoles: []*rbacv1ac.ClusterRoleApplyConfiguration{
+			rbacv1ac.ClusterRole("widget-viewer").WithLabels(map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}).WithRules(rule),
+		},
+		ClusterRoleBindings: []*rbacv1ac.ClusterRoleBindingApplyConfiguration{
+			rbacv1ac.ClusterRoleBinding("widget-viewer").
+				WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName("widget-viewer")).
+				WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithNamespace("kube-system").WithName("widgets")),
+		},
+	}
+	client := fake.NewClientset()
+	write := func(what string) map[string]int {
+		t.Helper()
+		client.ClearActions()
+		if err := b.write(t.Context(), client); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return rbacVerbs(client.Actions())
+	}
+
+	if verbs := write("first start"); verbs["patch"] != 2 {
+		t.Errorf("first start: %v, want both applied", verbs)
+	}
+	if verbs := write("restart"); verbs["patch"] != 0 || verbs["get"] != 2 {
+		t.Errorf("restart: %v, want two reads and no apply", verbs)
+	}
+
+	roles := client.RbacV1().ClusterRoles()
+	role, err := roles.Get(t.Context(), "widget-viewer", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	role.Rules[0].Verbs = append(role.Rules[0].Verbs, "delete")
+	if _, err := roles.Update(t.Context(), role, metav1.UpdateOptions{FieldManager: "someone"}); err != nil {
+		t.Fatal(err)
+	}
+	if verbs := write("restart after someone changed the role"); verbs["patch"] != 1 {
+		t.Errorf("restart after someone changed the role: %v, want it applied again", verbs)
+	}
+	if role, err = roles.Get(t.Context(), "widget-viewer", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"get", "list"}; !slices.Equal(role.Rules[0].Verbs, want) {
+		t.Errorf("verbs %v after the bootstrap, want %v", role.Rules[0].Verbs, want)
+	}
+
+	// A later version that sets a label no more removes it, as the apply does.
+	b.ClusterRoles[0] = rbacv1ac.ClusterRole("widget-viewer").WithRules(rule)
+	if verbs := write("restart after an upgrade"); verbs["patch"] != 1 {
+		t.Errorf("restart after an upgrade: %v, want the role applied again", verbs)
+	}
+	if role, err = roles.Get(t.Context(), "widget-viewer", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(role.Labels) != 0 {
+		t.Errorf("labels %v after the upgrade, want none", role.Labels)
+	}
+	if verbs := write("restart"); verbs["patch"] != 0 {
+		t.Errorf("restart: %v, want no apply", verbs)
 	}
 }
