@@ -2,10 +2,11 @@ package controlplane
 
 import (
 	"context"
-	"fmt"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -37,23 +38,50 @@ func (b Bootstrap) runs(resources serverstorage.APIResourceConfigSource) bool {
 
 // hook is the bootstrap as a post-start hook.
 func (b Bootstrap) hook() genericapiserver.PostStartHookFunc {
-	return bootstrapHook(b.Name, func(ctx context.Context, client kubernetes.Interface) error {
-		opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
-		for _, role := range b.ClusterRoles {
-			if _, err := client.RbacV1().ClusterRoles().Apply(ctx, role, opts); err != nil {
-				return fmt.Errorf("clusterrole %s: %w", *role.Name, err)
-			}
-		}
-		for _, binding := range b.ClusterRoleBindings {
-			if _, err := client.RbacV1().ClusterRoleBindings().Apply(ctx, binding, opts); err != nil {
-				return fmt.Errorf("clusterrolebinding %s: %w", *binding.Name, err)
-			}
-		}
-		if b.Apply != nil {
-			return b.Apply(ctx, client)
-		}
+	return bootstrapHook(b.Name, b.write)
+}
+
+// write applies the roles and bindings, all at once, then calls Apply. Each
+// is read first, and applied only if that would change it: a read is
+// answered as soon as the server serves, while a write (an apply that
+// changes nothing included) waits until admission is ready (upstream's
+// plugins check every 100 ms). A restart then writes nothing.
+func (b Bootstrap) write(ctx context.Context, client kubernetes.Interface) error {
+	roles, bindings := client.RbacV1().ClusterRoles(), client.RbacV1().ClusterRoleBindings()
+	var applies []func() error
+	for _, role := range b.ClusterRoles {
+		applies = append(applies, func() error {
+			return wrapReconcileErr(applyIfChanged(ctx, role, *role.Name, roles.Get, roles.Apply), "clusterrole", "", *role.Name)
+		})
+	}
+	for _, binding := range b.ClusterRoleBindings {
+		applies = append(applies, func() error {
+			return wrapReconcileErr(applyIfChanged(ctx, binding, *binding.Name, bindings.Get, bindings.Apply), "clusterrolebinding", "", *binding.Name)
+		})
+	}
+	if err := runConcurrently(ctx, len(applies), applies); err != nil {
+		return err
+	}
+	if b.Apply != nil {
+		return b.Apply(ctx, client)
+	}
+	return nil
+}
+
+// applyIfChanged applies desired, server-side and forced, as FieldManager,
+// unless the stored object holds it already (appliedAlready).
+func applyIfChanged[Obj runtime.Object, AC any](ctx context.Context, desired AC, name string,
+	get func(context.Context, string, metav1.GetOptions) (Obj, error),
+	apply func(context.Context, AC, metav1.ApplyOptions) (Obj, error)) error {
+	stored, err := get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil && appliedAlready(stored, desired):
 		return nil
-	})
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	}
+	_, err = apply(ctx, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	return err
 }
 
 // controllerRoles is the bootstrap of the roles that controllers declare

@@ -77,7 +77,11 @@ type completedConfig struct {
 // upstream's, it binds the secure port and needs a reachable etcd (the
 // storage factory talks to it), so it starts the embedded etcd member here,
 // after binding the port: a port in use fails before etcd is touched. The
-// member stops when opts are released, which Server.Run does when it returns.
+// member elects itself while the configuration is built, and NewConfig
+// returns once both are done: what the configuration creates of etcd
+// clients (the health checks') finds the member's socket open and waits for
+// it to serve. The member stops when opts are released, which Server.Run
+// does when it returns.
 func NewConfig(ctx context.Context, opts CompletedOptions) (*Config, error) {
 	ss := opts.ControlPlane.SecureServing
 	if ss.Listener == nil {
@@ -95,14 +99,25 @@ func NewConfig(ctx context.Context, opts CompletedOptions) (*Config, error) {
 	logger := klog.FromContext(ctx)
 	enableMutexProfile(opts.ControlPlane.Features)
 	var etcd *embeddedetcd.Server
+	etcdReady := make(chan error, 1)
+	readyCtx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
 	if opts.EtcdSocket != "" {
 		start := time.Now()
 		var err error
-		if etcd, err = startEmbeddedEtcd(ctx, opts); err != nil {
+		if etcd, err = startEmbeddedEtcd(opts); err != nil {
 			return nil, err
 		}
 		opts.addCleanup(etcd.Close)
-		logger.V(1).Info("Embedded etcd is ready", "socket", opts.EtcdSocket, "duration", time.Since(start))
+		go func() {
+			err := awaitEmbeddedEtcd(readyCtx, etcd, opts.DataDir)
+			if err == nil {
+				logger.V(1).Info("Embedded etcd is ready", "socket", opts.EtcdSocket, "duration", time.Since(start))
+			}
+			etcdReady <- err
+		}()
+	} else {
+		etcdReady <- nil
 	}
 
 	start := time.Now()
@@ -115,17 +130,25 @@ func NewConfig(ctx context.Context, opts CompletedOptions) (*Config, error) {
 	}
 	apis, err := newAPIsConfig(opts, apiServerCount)
 	if err != nil {
+		// The member is not waited for: releasing opts stops it.
+		stopWaiting()
+		<-etcdReady
 		return nil, fmt.Errorf("configuring the API servers: %w", err)
 	}
 	logger.V(1).Info("API servers configured", "duration", time.Since(start))
+	if err := <-etcdReady; err != nil {
+		return nil, err
+	}
 	return &Config{Options: opts, APIs: apis, EmbeddedEtcd: etcd}, nil
 }
 
-func startEmbeddedEtcd(ctx context.Context, opts CompletedOptions) (*embeddedetcd.Server, error) {
+// startEmbeddedEtcd starts the member: when it returns, the member's data is
+// open and its client socket listens.
+func startEmbeddedEtcd(opts CompletedOptions) (*embeddedetcd.Server, error) {
 	if err := checkNoInterruptedRestore(opts.DataDir); err != nil {
 		return nil, err
 	}
-	etcd, err := embeddedetcd.Start(embeddedetcd.Config{
+	return embeddedetcd.Start(embeddedetcd.Config{
 		DataDir:           filepath.Join(opts.DataDir, "etcd"),
 		SocketPath:        opts.EtcdSocket,
 		PeerCertFile:      opts.PKI.EtcdPeerCertFile,
@@ -134,17 +157,18 @@ func startEmbeddedEtcd(ctx context.Context, opts CompletedOptions) (*embeddedetc
 		QuotaBackendBytes: opts.EmbeddedEtcd.QuotaBackendBytes,
 		LogLevel:          opts.EmbeddedEtcd.LogLevel,
 	})
-	if err != nil {
-		return nil, err
-	}
+}
+
+// awaitEmbeddedEtcd waits until the member serves, then removes the member
+// data a snapshot restore replaced.
+func awaitEmbeddedEtcd(ctx context.Context, etcd *embeddedetcd.Server, dataDir string) error {
 	if err := etcd.WaitReady(ctx); err != nil {
-		etcd.Close()
-		return nil, err
+		return err
 	}
 	// Only now: should the restored member not start, the data it
 	// replaced is still there to go back to.
-	removeReplacedEtcdData(klog.FromContext(ctx), opts.DataDir)
-	return etcd, nil
+	removeReplacedEtcdData(klog.FromContext(ctx), dataDir)
+	return nil
 }
 
 // Complete fills in the fields derived from others.

@@ -96,7 +96,8 @@ type Bootstrap struct {
 	Name string
 	// ClusterRoles and ClusterRoleBindings are applied with server-side
 	// apply, forced: what someone changed in the fields they set is put
-	// back at the next start.
+	// back at the next start. One whose fields hold what it sets already
+	// is only read (so a restart does not wait for admission to be ready).
 	ClusterRoles        []*rbacv1ac.ClusterRoleApplyConfiguration
 	ClusterRoleBindings []*rbacv1ac.ClusterRoleBindingApplyConfiguration
 	// Apply, if set, writes anything else, after the roles and bindings;

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"k8s.io/client-go/util/keyutil"
 )
@@ -59,17 +60,6 @@ func EnsurePKI(dir string, servingHosts []string) (*PKI, error) {
 		ServiceAccountKeyFile:       filepath.Join(dir, "sa.key"),
 		ServiceAccountPublicKeyFile: filepath.Join(dir, "sa.pub"),
 	}
-	var err error
-	if p.CA, err = loadOrCreateAuthority(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"), "sample-generic-controlplane-ca"); err != nil {
-		return nil, err
-	}
-	if p.FrontProxyCA, err = loadOrCreateAuthority(filepath.Join(dir, "front-proxy-ca.crt"), filepath.Join(dir, "front-proxy-ca.key"), "sample-generic-controlplane-front-proxy-ca"); err != nil {
-		return nil, err
-	}
-	if p.EtcdCA, err = loadOrCreateAuthority(filepath.Join(dir, "etcd-ca.crt"), filepath.Join(dir, "etcd-ca.key"), "sample-generic-controlplane-etcd-ca"); err != nil {
-		return nil, err
-	}
-
 	serving := leafSpec{commonName: "sample-generic-controlplane", usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	for _, h := range servingHosts {
 		if ip := net.ParseIP(h); ip != nil {
@@ -78,25 +68,47 @@ func EnsurePKI(dir string, servingHosts []string) (*PKI, error) {
 			serving.dnsNames = append(serving.dnsNames, h)
 		}
 	}
-	if err := p.CA.ensureLeaf(p.ServingCertFile, p.ServingKeyFile, serving); err != nil {
-		return nil, fmt.Errorf("serving certificate: %w", err)
-	}
 	proxyClient := leafSpec{commonName: FrontProxyClientName, usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	if err := p.FrontProxyCA.ensureLeaf(p.ProxyClientCertFile, p.ProxyClientKeyFile, proxyClient); err != nil {
-		return nil, fmt.Errorf("front proxy client certificate: %w", err)
-	}
 	peer := leafSpec{
 		commonName: "etcd-peer",
 		ips:        []net.IP{net.IPv4(127, 0, 0, 1)},
 		usages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
-	if err := p.EtcdCA.ensureLeaf(p.EtcdPeerCertFile, p.EtcdPeerKeyFile, peer); err != nil {
-		return nil, fmt.Errorf("etcd peer certificate: %w", err)
-	}
-	if err := ensureServiceAccountKey(p.ServiceAccountKeyFile, p.ServiceAccountPublicKeyFile); err != nil {
+	// Each authority with what it issues, and the service-account key, is
+	// independent of the others: on a first start they are created
+	// together, and their writes (each synced to disk) overlap.
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		p.CA, errs[0] = ensureAuthorityAndLeaf(dir, "ca", "sample-generic-controlplane-ca", "serving certificate", p.ServingCertFile, p.ServingKeyFile, serving)
+	})
+	wg.Go(func() {
+		p.FrontProxyCA, errs[1] = ensureAuthorityAndLeaf(dir, "front-proxy-ca", "sample-generic-controlplane-front-proxy-ca", "front proxy client certificate", p.ProxyClientCertFile, p.ProxyClientKeyFile, proxyClient)
+	})
+	wg.Go(func() {
+		p.EtcdCA, errs[2] = ensureAuthorityAndLeaf(dir, "etcd-ca", "sample-generic-controlplane-etcd-ca", "etcd peer certificate", p.EtcdPeerCertFile, p.EtcdPeerKeyFile, peer)
+	})
+	wg.Go(func() {
+		errs[3] = ensureServiceAccountKey(p.ServiceAccountKeyFile, p.ServiceAccountPublicKeyFile)
+	})
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// ensureAuthorityAndLeaf loads or creates the authority <dir>/<name>.crt
+// and .key, then the certificate it issues into certFile and keyFile.
+func ensureAuthorityAndLeaf(dir, name, commonName, leaf, certFile, keyFile string, spec leafSpec) (*Authority, error) {
+	a, err := loadOrCreateAuthority(filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key"), commonName)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.ensureLeaf(certFile, keyFile, spec); err != nil {
+		return nil, fmt.Errorf("%s: %w", leaf, err)
+	}
+	return a, nil
 }
 
 func ensureServiceAccountKey(keyFile, pubFile string) error {

@@ -111,3 +111,24 @@ func TestStillValidComparesGroupsAsSets(t *testing.T) {
 		t.Fatalf("certificate for groups %v (encoded as %v) judged invalid", spec.organization, cert.Subject.Organization)
 	}
 }
+
+// The authorities are prepared together: every one that is broken is
+// named at once, not only the first, so one start tells what to restore.
+func TestEnsurePKINamesEveryBrokenAuthority(t *testing.T) {
+	dir := t.TempDir()
+	ensurePKI(t, dir, testHosts)
+	var missing []string
+	for _, name := range []string{"ca.key", "etcd-ca.crt"} {
+		path := filepath.Join(dir, name)
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		missing = append(missing, path)
+	}
+	_, err := EnsurePKI(dir, testHosts)
+	for _, path := range missing {
+		if err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("EnsurePKI with %v missing: want an error naming %s, got %v", missing, path, err)
+		}
+	}
+}

@@ -95,8 +95,11 @@ func NewOptions() *controlplane.Options {
 }
 
 func run(ctx context.Context, opts *controlplane.Options, out io.Writer) error {
+	restoreGC := raiseGCForStartup()
+	defer restoreGC()
 	return controlplane.Serve(ctx, opts, func(server *controlplane.Server) {
 		printReady(out, server, time.Since(processStart))
+		restoreGC()
 	})
 }
 

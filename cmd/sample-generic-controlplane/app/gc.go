@@ -1,0 +1,32 @@
+package app
+
+import (
+	"os"
+	"runtime/debug"
+	"sync"
+)
+
+// startupGCPercent is the garbage collector's target (GOGC) while the control
+// plane starts. Start-up allocates several times what it keeps: upstream
+// builds the OpenAPI documents of every API and throws the pieces away. At
+// the default target of 100 the collector runs about a dozen times on the
+// way to ready, and its assists slow the goroutine that builds them. At 400
+// the chain is created and prepared about 50 ms sooner (of some 340 ms,
+// measured on two cores), for a peak RSS about 30 MB higher and an idle RSS
+// about 10 MB higher.
+const startupGCPercent = 400
+
+// raiseGCForStartup sets startupGCPercent, unless GOGC says otherwise, and
+// returns what sets the previous target back and returns the start-up's
+// garbage to the OS (once; later calls do nothing). The server returns it
+// when it is ready too, but may do so before the target is set back.
+func raiseGCForStartup() (restore func()) {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return func() {}
+	}
+	previous := debug.SetGCPercent(startupGCPercent)
+	return sync.OnceFunc(func() {
+		debug.SetGCPercent(previous)
+		debug.FreeOSMemory()
+	})
+}
