@@ -87,6 +87,7 @@ bench: build
 	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/anchor-apiserver k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic
 	$(GO) build -o $(BIN)/anchor-etcd go.etcd.io/etcd/server/v3
 	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/anchor-kcm k8s.io/kubernetes/cmd/kube-controller-manager
+	@echo "machine: $$(uname -srm), $$(nproc) CPUs, $$(awk '/MemTotal/ {printf "%.0f GiB", $$2/1048576}' /proc/meminfo); $$($(GO) version)"
 	$(GO) run ./hack/bench/startup -binary $(BINARY) -anchor-apiserver $(BIN)/anchor-apiserver \
 		-anchor-etcd $(BIN)/anchor-etcd -anchor-kcm $(BIN)/anchor-kcm $(BENCH_ARGS)
 	$(GO) run ./hack/bench/load -binary $(BINARY) -anchor-apiserver $(BIN)/anchor-apiserver \
