@@ -67,7 +67,7 @@ func reconcileBootstrapPolicy(ctx context.Context, client kubernetes.Interface) 
 	for _, role := range append(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles()...) {
 		owners := &listedFirstRuleOwners{
 			RuleOwnerModifier: reconciliation.ClusterRoleModifier{Client: rbac.ClusterRoles()},
-			resource:          rbacv1.Resource("clusterroles"),
+			listedFirst:       listedFirst[reconciliation.RuleOwner]{resource: rbacv1.Resource("clusterroles")},
 		}
 		if listed, ok := existing.clusterRoles[role.Name]; ok {
 			owners.listed = reconciliation.ClusterRoleRuleOwner{ClusterRole: listed}
@@ -84,7 +84,7 @@ func reconcileBootstrapPolicy(ctx context.Context, client kubernetes.Interface) 
 	for _, binding := range append(bootstrappolicy.ClusterRoleBindings(), bootstrappolicy.ControllerRoleBindings()...) {
 		bindings := &listedFirstRoleBindings{
 			RoleBindingModifier: reconciliation.ClusterRoleBindingClientAdapter{Client: rbac.ClusterRoleBindings()},
-			resource:            rbacv1.Resource("clusterrolebindings"),
+			listedFirst:         listedFirst[reconciliation.RoleBinding]{resource: rbacv1.Resource("clusterrolebindings")},
 		}
 		if listed, ok := existing.clusterRoleBindings[binding.Name]; ok {
 			bindings.listed = reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: listed}
@@ -102,7 +102,7 @@ func reconcileBootstrapPolicy(ctx context.Context, client kubernetes.Interface) 
 		for _, role := range roles {
 			owners := &listedFirstRuleOwners{
 				RuleOwnerModifier: reconciliation.RoleModifier{Client: rbac, NamespaceClient: namespaces},
-				resource:          rbacv1.Resource("roles"),
+				listedFirst:       listedFirst[reconciliation.RuleOwner]{resource: rbacv1.Resource("roles")},
 			}
 			if listed, ok := existing.roles[namespace+"/"+role.Name]; ok {
 				owners.listed = reconciliation.RoleRuleOwner{Role: listed}
@@ -121,7 +121,7 @@ func reconcileBootstrapPolicy(ctx context.Context, client kubernetes.Interface) 
 		for _, binding := range roleBindings {
 			bindings := &listedFirstRoleBindings{
 				RoleBindingModifier: reconciliation.RoleBindingClientAdapter{Client: rbac, NamespaceClient: namespaces},
-				resource:            rbacv1.Resource("rolebindings"),
+				listedFirst:         listedFirst[reconciliation.RoleBinding]{resource: rbacv1.Resource("rolebindings")},
 			}
 			if listed, ok := existing.roleBindings[namespace+"/"+binding.Name]; ok {
 				bindings.listed = reconciliation.RoleBindingAdapter{RoleBinding: listed}
@@ -192,44 +192,45 @@ func listBootstrapPolicy(ctx context.Context, rbac rbacv1client.RbacV1Interface)
 	return p, nil
 }
 
-// listedFirstRuleOwners is upstream's modifier of one role or cluster role
-// whose first Get answers what the list found (nil: not found) and whose
-// later ones ask the API.
-type listedFirstRuleOwners struct {
-	reconciliation.RuleOwnerModifier
+// listedFirst answers the first Get of one object with what the list found
+// (the zero value: not found) and leaves later ones to the API.
+type listedFirst[T any] struct {
 	resource schema.GroupResource
-	listed   reconciliation.RuleOwner
+	listed   T
 	read     bool
 }
 
+func (l *listedFirst[T]) get(name string, ask func() (T, error)) (T, error) {
+	if l.read {
+		return ask()
+	}
+	l.read = true
+	if any(l.listed) == nil {
+		var none T
+		return none, apierrors.NewNotFound(l.resource, name)
+	}
+	return l.listed, nil
+}
+
+// listedFirstRuleOwners is upstream's modifier of one role or cluster role
+// whose first Get answers what the list found.
+type listedFirstRuleOwners struct {
+	reconciliation.RuleOwnerModifier
+	listedFirst[reconciliation.RuleOwner]
+}
+
 func (m *listedFirstRuleOwners) Get(namespace, name string) (reconciliation.RuleOwner, error) {
-	if m.read {
-		return m.RuleOwnerModifier.Get(namespace, name)
-	}
-	m.read = true
-	if m.listed == nil {
-		return nil, apierrors.NewNotFound(m.resource, name)
-	}
-	return m.listed, nil
+	return m.get(name, func() (reconciliation.RuleOwner, error) { return m.RuleOwnerModifier.Get(namespace, name) })
 }
 
 // listedFirstRoleBindings is the same for one binding or cluster binding.
 type listedFirstRoleBindings struct {
 	reconciliation.RoleBindingModifier
-	resource schema.GroupResource
-	listed   reconciliation.RoleBinding
-	read     bool
+	listedFirst[reconciliation.RoleBinding]
 }
 
 func (m *listedFirstRoleBindings) Get(namespace, name string) (reconciliation.RoleBinding, error) {
-	if m.read {
-		return m.RoleBindingModifier.Get(namespace, name)
-	}
-	m.read = true
-	if m.listed == nil {
-		return nil, apierrors.NewNotFound(m.resource, name)
-	}
-	return m.listed, nil
+	return m.get(name, func() (reconciliation.RoleBinding, error) { return m.RoleBindingModifier.Get(namespace, name) })
 }
 
 func wrapReconcileErr(err error, kind, namespace, name string) error {
