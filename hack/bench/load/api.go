@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -120,7 +121,7 @@ func measureCreates(ctx context.Context, config *rest.Config, o options) (create
 				}, metav1.CreateOptions{})
 				if err != nil {
 					mu.Lock()
-					first = cmpOr(first, err)
+					first = cmp.Or(first, err)
 					mu.Unlock()
 					return
 				}
@@ -321,13 +322,6 @@ func percentile(d []time.Duration, p int) time.Duration {
 	slices.Sort(s)
 	i := (len(s)*p + 99) / 100
 	return s[max(i-1, 0)]
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // deleteNamespaces deletes the namespaces the figures create and waits until

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
@@ -77,11 +78,13 @@ func createTxns(endpoint string, o options) (float64, error) {
 	defer client.Close() //nolint:errcheck
 	ctx := context.Background()
 	// Wait for the member to serve: the etcd process may still be starting.
-	if err := retry(ctx, func(ctx context.Context) error {
-		_, err := client.Get(ctx, "/registry/health")
-		return err
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		attempt, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := client.Get(attempt, "/registry/health")
+		return err == nil, nil
 	}); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("etcd at %s does not serve: %w", endpoint, err)
 	}
 	value, err := storedConfigMap()
 	if err != nil {
@@ -141,22 +144,4 @@ func storedConfigMap() ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-func retry(ctx context.Context, f func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		attempt, done := context.WithTimeout(ctx, time.Second)
-		err := f(attempt)
-		done()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }

@@ -170,18 +170,11 @@ func measureOurs(binary string, o options, r *results) error {
 		return err
 	}
 	defer os.RemoveAll(dir) //nolint:errcheck
-	ours, err := benchutil.NewOurs(binary, filepath.Join(dir, "data"))
+	ours, config, err := startOurs(binary, dir)
 	if err != nil {
-		return err
-	}
-	if err := ours.Start("0"); err != nil {
 		return err
 	}
 	defer ours.Stop() //nolint:errcheck
-	config, err := ours.Config()
-	if err != nil {
-		return err
-	}
 	if err := measureAPI(config, ours.Pids(), o, r); err != nil {
 		return err
 	}
@@ -194,6 +187,24 @@ func measureOurs(binary string, o options, r *results) error {
 	}
 	r.floor = append(r.floor, floor)
 	return nil
+}
+
+// startOurs starts the binary on a data dir in dir, with extra flags, and
+// returns it ready with its admin client configuration.
+func startOurs(binary, dir string, args ...string) (*benchutil.Ours, *rest.Config, error) {
+	ours, err := benchutil.NewOurs(binary, filepath.Join(dir, "data"), args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ours.Start("0"); err != nil {
+		return nil, nil, err
+	}
+	config, err := ours.Config()
+	if err != nil {
+		ours.Stop() //nolint:errcheck
+		return nil, nil, err
+	}
+	return ours, config, nil
 }
 
 // measureAnchor does the same against the anchor stack, and the etcd floor

@@ -13,8 +13,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
-
-	"sigs.k8s.io/sample-generic-controlplane/hack/bench/internal/benchutil"
 )
 
 // profileOurs runs the create load once against ours with contention
@@ -30,18 +28,11 @@ func profileOurs(binary, out string, o options) error {
 		return err
 	}
 	defer os.RemoveAll(dir) //nolint:errcheck
-	ours, err := benchutil.NewOurs(binary, filepath.Join(dir, "data"), "--contention-profiling")
+	ours, config, err := startOurs(binary, dir, "--contention-profiling")
 	if err != nil {
-		return err
-	}
-	if err := ours.Start("0"); err != nil {
 		return err
 	}
 	defer ours.Stop() //nolint:errcheck
-	config, err := ours.Config()
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
 	if err := waitForControllers(ctx, config); err != nil {
 		return err
