@@ -53,12 +53,7 @@ func processFloor(etcd, dir string, o options) (float64, error) {
 	}
 	clientURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	p, err := benchutil.Start(etcd, []string{
-		"--data-dir=" + filepath.Join(dir, "etcd"), "--name=default",
-		"--listen-client-urls=" + clientURL, "--advertise-client-urls=" + clientURL,
-		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
-		"--initial-cluster=default=" + peerURL, "--log-level=warn",
-	}, filepath.Join(dir, "etcd.log"))
+	p, err := benchutil.Start(etcd, benchutil.EtcdArgs(filepath.Join(dir, "etcd"), clientURL, peerURL), filepath.Join(dir, "etcd.log"))
 	if err != nil {
 		return 0, err
 	}

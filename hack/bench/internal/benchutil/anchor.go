@@ -132,12 +132,7 @@ func (a *Anchor) EtcdURL() string { return fmt.Sprintf("http://127.0.0.1:%d", a.
 // (it does not wait for it: see WaitControllers). tag names the log files.
 func (a *Anchor) Start(tag string) error {
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", a.peerPort)
-	etcdArgs := []string{
-		"--data-dir=" + a.path("etcd"), "--name=default",
-		"--listen-client-urls=" + a.EtcdURL(), "--advertise-client-urls=" + a.EtcdURL(),
-		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
-		"--initial-cluster=default=" + peerURL, "--log-level=warn",
-	}
+	etcdArgs := EtcdArgs(a.path("etcd"), a.EtcdURL(), peerURL)
 	apiArgs := []string{
 		"--etcd-servers=" + a.EtcdURL(), "--secure-port=" + strconv.Itoa(a.Port), "--bind-address=127.0.0.1",
 		"--cert-dir=" + a.path("certs"),
@@ -179,6 +174,17 @@ func (a *Anchor) Start(tag string) error {
 		return err
 	}
 	return nil
+}
+
+// EtcdArgs are the flags of a one-member etcd on dataDir, serving plain
+// HTTP on loopback, as the anchor runs it.
+func EtcdArgs(dataDir, clientURL, peerURL string) []string {
+	return []string{
+		"--data-dir=" + dataDir, "--name=default",
+		"--listen-client-urls=" + clientURL, "--advertise-client-urls=" + clientURL,
+		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=default=" + peerURL, "--log-level=warn",
+	}
 }
 
 // Config is an admin client configuration for the anchor apiserver. Its
