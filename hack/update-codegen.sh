@@ -24,6 +24,9 @@ cd "${ROOT}/apis"
 
 kube::codegen::gen_helpers --boilerplate "${BOILERPLATE}" "${ROOT}/apis"
 
+# One OpenAPI package per group: the generic control plane serves
+# controlplane.x-k8s.io and must not import the NetworkClaim types, which the
+# definitions of one package for both would (test/layering).
 kube::codegen::gen_openapi \
     --output-dir "${ROOT}/apis/generated/openapi" \
     --output-pkg "${MODULE}/apis/generated/openapi" \
@@ -31,9 +34,18 @@ kube::codegen::gen_openapi \
     --report-filename "${ROOT}/hack/api-rule-violations.list" \
     --update-report \
     --boilerplate "${BOILERPLATE}" \
-    "${ROOT}/apis"
+    "${ROOT}/apis/networking"
 
-# models-schema reads the OpenAPI definitions just generated; it is a command of
+kube::codegen::gen_openapi \
+    --output-dir "${ROOT}/apis/controlplane/openapi" \
+    --output-pkg "${MODULE}/apis/controlplane/openapi" \
+    --output-model-name-file "zz_generated.model_name.go" \
+    --report-filename "${ROOT}/hack/api-rule-violations-controlplane.list" \
+    --update-report \
+    --boilerplate "${BOILERPLATE}" \
+    "${ROOT}/apis/controlplane"
+
+# models-schema reads the OpenAPI definitions just generated (both packages); it is a command of
 # the main module.
 (cd "${ROOT}" && go run ./hack/models-schema) >"${SCHEMA}"
 

@@ -22,32 +22,42 @@ import (
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
-	v1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	v1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/controlplane/v1alpha1"
+	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	controlplanev1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/applyconfiguration/controlplane/v1alpha1"
 	internal "sigs.k8s.io/sample-generic-controlplane/client/applyconfiguration/internal"
-	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/applyconfiguration/networking/v1alpha1"
+	applyconfigurationnetworkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/applyconfiguration/networking/v1alpha1"
 )
 
 // ForKind returns an apply configuration type for the given GroupVersionKind, or nil if no
 // apply configuration type exists for the given GroupVersionKind.
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
-	// Group=networking.x-k8s.io, Version=v1alpha1
-	case v1alpha1.SchemeGroupVersion.WithKind("AddressSpaceRecord"):
-		return &networkingv1alpha1.AddressSpaceRecordApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("AddressSpaceStatus"):
-		return &networkingv1alpha1.AddressSpaceStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ClaimedPrefix"):
-		return &networkingv1alpha1.ClaimedPrefixApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("NetworkClaim"):
-		return &networkingv1alpha1.NetworkClaimApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("NetworkClaimSpec"):
-		return &networkingv1alpha1.NetworkClaimSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("NetworkClaimStatus"):
-		return &networkingv1alpha1.NetworkClaimStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("PrefixSource"):
-		return &networkingv1alpha1.PrefixSourceApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ResourceReference"):
-		return &networkingv1alpha1.ResourceReferenceApplyConfiguration{}
+	// Group=controlplane.x-k8s.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("ServiceLocation"):
+		return &controlplanev1alpha1.ServiceLocationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ServiceLocationPort"):
+		return &controlplanev1alpha1.ServiceLocationPortApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ServiceLocationSpec"):
+		return &controlplanev1alpha1.ServiceLocationSpecApplyConfiguration{}
+
+		// Group=networking.x-k8s.io, Version=v1alpha1
+	case networkingv1alpha1.SchemeGroupVersion.WithKind("AddressSpaceRecord"):
+		return &applyconfigurationnetworkingv1alpha1.AddressSpaceRecordApplyConfiguration{}
+	case networkingv1alpha1.SchemeGroupVersion.WithKind("AddressSpaceStatus"):
+		return &applyconfigurationnetworkingv1alpha1.AddressSpaceStatusApplyConfiguration{}
+	case networkingv1alpha1.SchemeGroupVersion.WithKind("ClaimedPrefix"):
+		return &applyconfigurationnetworkingv1alpha1.ClaimedPrefixApplyConfiguration{}
+	case networkingv1alpha1.SchemeGroupVersion.WithKind("NetworkClaim"):
+		return &applyconfigurationnetworkingv1alpha1.NetworkClaimApplyConfiguration{}
+	case networkingv1alpha1.SchemeGroupVersion.WithKind("NetworkClaimSpec"):
+		return &applyconfigurationnetworkingv1alpha1.NetworkClaimSpecApplyConfiguration{}
+	case networkingv1alpha1.SchemeGroupVersion.WithKind("NetworkClaimStatus"):
+		return &applyconfigurationnetworkingv1alpha1.NetworkClaimStatusApplyConfiguration{}
+	case networkingv1alpha1.SchemeGroupVersion.WithKind("PrefixSource"):
+		return &applyconfigurationnetworkingv1alpha1.PrefixSourceApplyConfiguration{}
+	case networkingv1alpha1.SchemeGroupVersion.WithKind("ResourceReference"):
+		return &applyconfigurationnetworkingv1alpha1.ResourceReferenceApplyConfiguration{}
 
 	}
 	return nil

@@ -191,6 +191,49 @@ var schemaYAML = typed.YAMLObject(`types:
     elementRelationship: atomic
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.Time
   scalar: untyped
+- name: io.k8s.sigs.sample-generic-controlplane.apis.controlplane.v1alpha1.ServiceLocation
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: io.k8s.sigs.sample-generic-controlplane.apis.controlplane.v1alpha1.ServiceLocationSpec
+      default: {}
+- name: io.k8s.sigs.sample-generic-controlplane.apis.controlplane.v1alpha1.ServiceLocationPort
+  map:
+    fields:
+    - name: port
+      type:
+        scalar: numeric
+      default: 0
+    - name: targetPort
+      type:
+        scalar: numeric
+      default: 0
+- name: io.k8s.sigs.sample-generic-controlplane.apis.controlplane.v1alpha1.ServiceLocationSpec
+  map:
+    fields:
+    - name: address
+      type:
+        scalar: string
+      default: ""
+    - name: ports
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.sigs.sample-generic-controlplane.apis.controlplane.v1alpha1.ServiceLocationPort
+          elementRelationship: associative
+          keys:
+          - port
 - name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.AddressSpaceRecord
   map:
     fields:

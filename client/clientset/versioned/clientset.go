@@ -25,18 +25,26 @@ import (
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
 	flowcontrol "k8s.io/client-go/util/flowcontrol"
+	controlplanev1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/controlplane/v1alpha1"
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
 )
 
 type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
+	ControlplaneV1alpha1() controlplanev1alpha1.ControlplaneV1alpha1Interface
 	NetworkingV1alpha1() networkingv1alpha1.NetworkingV1alpha1Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
-	networkingV1alpha1 *networkingv1alpha1.NetworkingV1alpha1Client
+	controlplaneV1alpha1 *controlplanev1alpha1.ControlplaneV1alpha1Client
+	networkingV1alpha1   *networkingv1alpha1.NetworkingV1alpha1Client
+}
+
+// ControlplaneV1alpha1 retrieves the ControlplaneV1alpha1Client
+func (c *Clientset) ControlplaneV1alpha1() controlplanev1alpha1.ControlplaneV1alpha1Interface {
+	return c.controlplaneV1alpha1
 }
 
 // NetworkingV1alpha1 retrieves the NetworkingV1alpha1Client
@@ -88,6 +96,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 
 	var cs Clientset
 	var err error
+	cs.controlplaneV1alpha1, err = controlplanev1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.networkingV1alpha1, err = networkingv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -113,6 +125,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 // New creates a new Clientset for the given RESTClient.
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
+	cs.controlplaneV1alpha1 = controlplanev1alpha1.New(c)
 	cs.networkingV1alpha1 = networkingv1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)

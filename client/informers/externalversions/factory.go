@@ -30,6 +30,7 @@ import (
 	wait "k8s.io/apimachinery/pkg/util/wait"
 	cache "k8s.io/client-go/tools/cache"
 	versioned "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
+	controlplane "sigs.k8s.io/sample-generic-controlplane/client/informers/externalversions/controlplane"
 	internalinterfaces "sigs.k8s.io/sample-generic-controlplane/client/informers/externalversions/internalinterfaces"
 	networking "sigs.k8s.io/sample-generic-controlplane/client/informers/externalversions/networking"
 )
@@ -325,7 +326,12 @@ type SharedInformerFactory interface {
 	// client.
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
+	Controlplane() controlplane.Interface
 	Networking() networking.Interface
+}
+
+func (f *sharedInformerFactory) Controlplane() controlplane.Interface {
+	return controlplane.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Networking() networking.Interface {

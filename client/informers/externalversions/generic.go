@@ -23,7 +23,8 @@ import (
 
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
-	v1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	v1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/controlplane/v1alpha1"
+	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 )
 
 // GenericInformer is type of SharedIndexInformer which will locate and delegate to other
@@ -52,8 +53,12 @@ func (f *genericInformer) Lister() cache.GenericLister {
 // TODO extend this to unknown resources with a client pool
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
-	// Group=networking.x-k8s.io, Version=v1alpha1
-	case v1alpha1.SchemeGroupVersion.WithResource("networkclaims"):
+	// Group=controlplane.x-k8s.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("servicelocations"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Controlplane().V1alpha1().ServiceLocations().Informer()}, nil
+
+		// Group=networking.x-k8s.io, Version=v1alpha1
+	case networkingv1alpha1.SchemeGroupVersion.WithResource("networkclaims"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Networking().V1alpha1().NetworkClaims().Informer()}, nil
 
 	}

@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/testing"
 	applyconfiguration "sigs.k8s.io/sample-generic-controlplane/client/applyconfiguration"
 	clientset "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
+	controlplanev1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/controlplane/v1alpha1"
+	fakecontrolplanev1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/controlplane/v1alpha1/fake"
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
 	fakenetworkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1/fake"
 )
@@ -135,6 +137,11 @@ var (
 	_ clientset.Interface = &Clientset{}
 	_ testing.FakeClient  = &Clientset{}
 )
+
+// ControlplaneV1alpha1 retrieves the ControlplaneV1alpha1Client
+func (c *Clientset) ControlplaneV1alpha1() controlplanev1alpha1.ControlplaneV1alpha1Interface {
+	return &fakecontrolplanev1alpha1.FakeControlplaneV1alpha1{Fake: &c.Fake}
+}
 
 // NetworkingV1alpha1 retrieves the NetworkingV1alpha1Client
 func (c *Clientset) NetworkingV1alpha1() networkingv1alpha1.NetworkingV1alpha1Interface {
