@@ -56,6 +56,9 @@ func createServerChain(ctx context.Context, config genericserver.CompletedConfig
 	if err != nil {
 		return nil, fmt.Errorf("creating kube-aggregator: %w", err)
 	}
+	if err := addRemoteAvailability(aggregator, config.Aggregator); err != nil {
+		return nil, fmt.Errorf("creating the remote APIService availability controller: %w", err)
+	}
 	return aggregator, nil
 }
 

@@ -275,7 +275,12 @@ func newAPIsConfig(o CompletedOptions, apiServerCount int) (*genericserver.Confi
 			}
 		}
 	}
-	serviceResolver := webhook.NewDefaultServiceResolver()
+	// One resolver of service references for the aggregator, admission
+	// webhooks and CRD conversion webhooks: ServiceLocations, else DNS.
+	serviceResolver, err := newServiceResolver(genericConfig.LoopbackClientConfig, genericConfig.MergedResourceConfig, versionedInformers)
+	if err != nil {
+		return nil, err
+	}
 	// Quota admission enforces what our quota controller calculates: the
 	// same evaluators (upstream's are for kube-apiserver, with pods,
 	// services and volumes, and their usage would never be calculated).

@@ -109,6 +109,8 @@ func NewOptions() *Options {
 			SnapshotRetention: DefaultSnapshotRetention,
 		},
 		Controllers: manager.NewOptions(),
+		// Built in: the resolver of service references reads them.
+		apiGroups: []APIGroup{serviceLocationsGroup()},
 	}
 }
 
