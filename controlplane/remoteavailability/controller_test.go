@@ -27,7 +27,9 @@ type locator struct {
 	err      error
 }
 
-func (l locator) Locate(string, string, int32) (serviceresolver.Location, error) { return l.location, l.err }
+func (l locator) Locate(string, string, int32) (serviceresolver.Location, error) {
+	return l.location, l.err
+}
 
 // tlsServer serves discovery of wardle.example.com/v1alpha1 (status
 // answers it) with a certificate for api.wardle.svc, as an aggregated
