@@ -32,6 +32,7 @@ func TestAPIResources(t *testing.T) {
 		{"clusterroles.rbac.authorization.k8s.io", true},
 		{"clustertrustbundles.certificates.k8s.io", true},
 		{"storageversionmigrations.storagemigration.k8s.io", true},
+		{"servicelocations.controlplane.x-k8s.io", true},
 		{"podcertificaterequests.certificates.k8s.io", false},
 		{"workloads.scheduling.k8s.io", false},
 		{"pods", false},
