@@ -18,6 +18,7 @@ require (
 	go.etcd.io/etcd/etcdutl/v3 v3.7.0
 	go.etcd.io/etcd/server/v3 v3.7.0
 	go.uber.org/zap v1.27.1
+	golang.org/x/sync v0.22.0
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.0.0
 	k8s.io/apimachinery v0.37.2
@@ -153,7 +154,6 @@ require (
 	golang.org/x/mod v0.37.0 // indirect
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
-	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/term v0.45.0 // indirect
 	golang.org/x/text v0.40.0 // indirect
