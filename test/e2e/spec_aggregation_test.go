@@ -283,7 +283,7 @@ func locateService(t *testing.T, c *Cluster, port int) {
 	}
 	if _, err := client.Create(t.Context(), location, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
-			t.Fatalf("creating ServiceLocation %s: %v: the control plane does not serve %s", name, err, serviceLocated)
+			t.Fatalf("creating ServiceLocation %s: %v: the control plane does not serve %s in %s", name, err, serviceLocated.Resource, serviceLocated.GroupVersion())
 		}
 		t.Fatalf("creating ServiceLocation %s: %v", name, err)
 	}
