@@ -19,6 +19,7 @@ GO ?= go
 BIN := $(CURDIR)/bin
 BINARY := $(BIN)/sample-generic-controlplane
 KUBECTL := $(BIN)/kubectl
+SAMPLE_APISERVER := $(BIN)/sample-apiserver
 ETCD := $(BIN)/etcd
 MODULE := sigs.k8s.io/sample-generic-controlplane
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
@@ -37,7 +38,7 @@ E2E_ARGS ?=
 ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all build kubectl etcd run test e2e verify codegen bench release clean
+.PHONY: all build kubectl sample-apiserver etcd run test e2e verify codegen bench release clean
 
 all: build
 
@@ -50,6 +51,12 @@ build:
 kubectl:
 	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(KUBECTL) k8s.io/kubernetes/cmd/kubectl
 
+# The aggregated API server the end-to-end specs of aggregation run, from the
+# pinned k8s.io/sample-apiserver (a tool in go.mod). Stamped like kubectl, or
+# its /version says v0.0.0-master+$Format:%H$, which parses as no version.
+sample-apiserver:
+	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(SAMPLE_APISERVER) k8s.io/sample-apiserver
+
 # etcd from the pinned go.etcd.io/etcd/server/v3, for the external-etcd provider.
 etcd:
 	$(GO) build -o $(ETCD) go.etcd.io/etcd/server/v3
@@ -57,16 +64,16 @@ etcd:
 run: build
 	$(BINARY) $(ARGS)
 
-test: build kubectl
+test: build kubectl sample-apiserver
 	for m in $(API_MODULES); do (cd $$m && $(GO) test -timeout $(TEST_TIMEOUT) ./...) || exit 1; done
-	SGCP_BINARY=$(BINARY) SGCP_KUBECTL=$(KUBECTL) $(GO) test -timeout $(TEST_TIMEOUT) ./...
+	SGCP_BINARY=$(BINARY) SGCP_KUBECTL=$(KUBECTL) SGCP_SAMPLE_APISERVER=$(SAMPLE_APISERVER) $(GO) test -timeout $(TEST_TIMEOUT) ./...
 
 # Every spec on every provider that can run it (docs/testing.md). The fault
 # specs are behind the e2e build tag; the external provider runs the specs
 # against a control plane that hack/e2e-external starts and hands over by
 # its kubeconfig alone.
-E2E_ENV := SGCP_BINARY=$(BINARY) SGCP_KUBECTL=$(KUBECTL) SGCP_ETCD=$(ETCD)
-e2e: build kubectl etcd
+E2E_ENV := SGCP_BINARY=$(BINARY) SGCP_KUBECTL=$(KUBECTL) SGCP_ETCD=$(ETCD) SGCP_SAMPLE_APISERVER=$(SAMPLE_APISERVER)
+e2e: build kubectl sample-apiserver etcd
 	$(E2E_ENV) SGCP_E2E_PROVIDERS=inprocess,binary,external-etcd \
 		$(GO) test -tags e2e -timeout $(E2E_TIMEOUT) -count=1 ./test/e2e/ $(E2E_ARGS)
 	$(E2E_ENV) $(GO) run ./hack/e2e-external -binary $(BINARY) -- \

@@ -38,7 +38,7 @@ func (p *binaryProvider) Name() string { return "binary" }
 // Can: everything a single process on a data dir of its own allows.
 func (p *binaryProvider) Can(a Action) bool {
 	switch a {
-	case ActionStart, ActionRestart, ActionKill, ActionLogs:
+	case ActionStart, ActionRestart, ActionKill, ActionLogs, ActionReachTestHost:
 		return true
 	}
 	return false

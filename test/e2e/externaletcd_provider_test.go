@@ -41,7 +41,7 @@ func (p *externalEtcdProvider) Name() string { return "external-etcd" }
 
 func (p *externalEtcdProvider) Can(a Action) bool {
 	switch a {
-	case ActionStart, ActionRestart, ActionKill, ActionLogs, ActionEtcdMembers, ActionReplicas:
+	case ActionStart, ActionRestart, ActionKill, ActionLogs, ActionEtcdMembers, ActionReplicas, ActionReachTestHost:
 		return true
 	}
 	return false

@@ -22,7 +22,7 @@ func (inprocessProvider) Name() string { return "inprocess" }
 
 func (inprocessProvider) Can(a Action) bool {
 	switch a {
-	case ActionStart, ActionRestart:
+	case ActionStart, ActionRestart, ActionReachTestHost:
 		return true
 	}
 	return false

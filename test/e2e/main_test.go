@@ -1,8 +1,9 @@
 // Package e2e tests the built sample-generic-controlplane binary end to end:
 // it runs the binary and kubectl as subprocesses, as a user would.
 //
-// The binaries come from $SGCP_BINARY, $SGCP_KUBECTL and $SGCP_ETCD (make
-// sets them); when unset, TestMain builds them from this module. The control
+// The binaries come from $SGCP_BINARY, $SGCP_KUBECTL, $SGCP_ETCD and
+// $SGCP_SAMPLE_APISERVER (make sets them); when unset, the suite builds them
+// from this module. The control
 // plane is started through a Provider (see provider_test.go). The specs that
 // hold on any deployment run on every provider in $SGCP_E2E_PROVIDERS
 // (onEveryProvider); the tests of the binary itself (its flags, logs and

@@ -66,6 +66,11 @@ const (
 	// ActionReplicas runs more than one replica of the control plane
 	// (Cluster.Replicas).
 	ActionReplicas Action = "run replicas of the control plane"
+	// ActionReachTestHost: the control plane runs on the test's host and
+	// connects to servers the test starts on its loopback, as it must to
+	// reach an aggregated API server or a webhook the test runs. A control
+	// plane elsewhere (a VM, another machine) would dial its own loopback.
+	ActionReachTestHost Action = "reach servers on the test's loopback"
 )
 
 // EtcdMembers is a provider whose control planes run on an etcd cluster it
