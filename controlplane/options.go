@@ -494,8 +494,13 @@ func etcdSocketPath(dataDir string) (string, func(), error) {
 	return "", nil, fmt.Errorf("--data-dir %s is too long for the embedded etcd's unix socket (at most %d bytes with /run/etcd.sock) and no short temporary directory is available; choose a shorter --data-dir", dataDir, maxUnixSocketPath)
 }
 
-// Validate runs the upstream validation of the completed options.
+// Validate runs the upstream validation of the completed options. The
+// added API groups join the scheme first: upstream checks --runtime-config
+// against the groups the scheme knows, and refused any added one.
 func (c CompletedOptions) Validate() []error {
+	if err := installIntoScheme(c.APIGroups); err != nil {
+		return []error{err}
+	}
 	return c.ControlPlane.Validate()
 }
 
