@@ -59,7 +59,10 @@ func New(ctx context.Context, c *controller.Context, workers int, syncPeriod tim
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	discover := client.Discovery().ServerPreferredNamespacedResources
+	discover, err := controller.DiscoveryAfterFirstSuccess(ctx, client.Discovery().ServerPreferredNamespacedResources)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
 	rq, err := resourcequotacontroller.NewController(ctx, &resourcequotacontroller.ControllerOptions{
 		QuotaClient:               client.CoreV1(),
 		ResourceQuotaInformer:     c.InformerFactory.Core().V1().ResourceQuotas(),

@@ -1,4 +1,4 @@
-package namespace
+package controller
 
 import (
 	"context"
@@ -18,7 +18,7 @@ func TestDiscoveryAfterFirstSuccess(t *testing.T) {
 		}
 		return lists, nil
 	}
-	fn, err := discoveryAfterFirstSuccess(t.Context(), discover)
+	fn, err := DiscoveryAfterFirstSuccess(t.Context(), discover)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestDiscoveryAfterFirstSuccess(t *testing.T) {
 func TestDiscoveryAfterFirstSuccessStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err := discoveryAfterFirstSuccess(ctx, func() ([]*metav1.APIResourceList, error) { return nil, errors.New("down") })
+	_, err := DiscoveryAfterFirstSuccess(ctx, func() ([]*metav1.APIResourceList, error) { return nil, errors.New("down") })
 	if err == nil {
 		t.Fatal("want an error once the context is done, so the controller is never built")
 	}
