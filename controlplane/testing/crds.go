@@ -51,8 +51,8 @@ var crdGroupKind = apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDe
 
 // InstallCRDs creates the CRDs found in paths (files or directories, as
 // Options.CRDPaths) or updates those that exist, and waits until all are
-// established and their resources are in discovery, so that a RESTMapper
-// created afterwards maps them. It waits at most the server's StartTimeout.
+// established, their resources are in discovery, so that a RESTMapper
+// created afterwards maps them, and every served version answers. It waits at most the server's StartTimeout.
 // It returns the CRDs as the server has them, in the order read.
 func (s *TestServer) InstallCRDs(ctx context.Context, paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	crds, err := readCRDs(paths)
@@ -275,7 +275,7 @@ func createOrUpdateCRD(ctx context.Context, client clientset.Interface, crd *api
 }
 
 // waitForCRDs polls until every CRD is Established and each of its served
-// versions lists its plural in discovery. Discovery is what a client's
+// versions lists its plural in discovery and is served. Discovery is what a client's
 // RESTMapper reads, and it catches up with Established a little later: the
 // aggregated /apis document learns of a new group only once the CRD's
 // APIService is registered, after the CRD is established.
@@ -331,7 +331,32 @@ func crdsServed(ctx context.Context, client clientset.Interface, crds []*apiexte
 	if err != nil {
 		return nil, []string{fmt.Sprintf("discovery: %v", err)}, nil
 	}
-	return installed, missing, nil
+	if len(missing) > 0 {
+		return installed, missing, nil
+	}
+	return installed, unservedVersions(ctx, client.Discovery().RESTClient(), installed), nil
+}
+
+// unservedVersions lists the served versions of crds whose resources the
+// server does not know yet. Discovery alone is not enough: the CRD handler
+// learns of a version added by an update from its own informer event, which
+// may come after the discovery controller's, and until then answers 404 for
+// it. Any other answer means the version is served (a list may fail for
+// reasons of its own, such as a conversion webhook not up yet).
+func unservedVersions(ctx context.Context, client rest.Interface, crds []*apiextensionsv1.CustomResourceDefinition) []string {
+	var unserved []string
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if !v.Served {
+				continue
+			}
+			err := client.Get().AbsPath("/apis", crd.Spec.Group, v.Name, crd.Spec.Names.Plural).Param("limit", "1").Do(ctx).Error()
+			if apierrors.IsNotFound(err) {
+				unserved = append(unserved, fmt.Sprintf("%s: listing %s in %s/%s: %v", crd.Name, crd.Spec.Names.Plural, crd.Spec.Group, v.Name, err))
+			}
+		}
+	}
+	return unserved
 }
 
 // missingFromDiscovery lists the served resources of crds that discovery

@@ -1,8 +1,11 @@
 package testing
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,6 +19,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 )
 
@@ -263,5 +267,47 @@ func TestCRDPathsUpdateCRDsOnRestart(t *testing.T) {
 	}
 	if _, err := dynamic.NewForConfigOrDie(second.ClientConfig).Resource(widgetsV2).Namespace("default").Get(ctx, "kept", metav1.GetOptions{}); err != nil {
 		t.Errorf("the widget created before the restart, in v2: %v", err)
+	}
+}
+
+// A version the server answers 404 for is not served yet, whatever
+// discovery says; any other answer, an error included, means it is.
+func TestUnservedVersions(t *testing.T) {
+	answers := map[string]int{
+		"/apis/crds.example.com/v1/widgets": http.StatusOK,
+		"/apis/crds.example.com/v2/widgets": http.StatusNotFound,
+		// A list whose conversion webhook is not up yet.
+		"/apis/crds.example.com/v3/widgets": http.StatusInternalServerError,
+	}
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code, ok := answers[r.URL.Path]
+		if !ok {
+			t.Errorf("unexpected request for %s", r.URL.Path)
+			code = http.StatusBadRequest
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":` + strconv.Itoa(code) + `}`))
+	}))
+	defer server.Close()
+	client, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: server.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.crds.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "crds.example.com",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
+				{Name: "v1", Served: true}, {Name: "v2", Served: true}, {Name: "v3", Served: true},
+				// Not served: not asked for.
+				{Name: "v4", Served: false},
+			},
+		},
+	}
+	got := unservedVersions(t.Context(), client.RESTClient(), []*apiextensionsv1.CustomResourceDefinition{crd})
+	if len(got) != 1 || !strings.Contains(got[0], "crds.example.com/v2") {
+		t.Errorf("unservedVersions: %q, want only v2", got)
 	}
 }
