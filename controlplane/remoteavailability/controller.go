@@ -237,10 +237,17 @@ func (c *Controller) check(ctx context.Context, apiService *apiregistrationv1.AP
 	return apiregistrationv1.APIServiceCondition{Status: apiregistrationv1.ConditionTrue, Reason: ReasonPassed, Message: "all checks passed"}, nil
 }
 
+// discoveryAttempts is how many discovery requests one check sends at
+// once, as upstream's: the server is available when any is answered, so a
+// connection lost once does not mark it unavailable, and with it every
+// request the aggregator would proxy there.
+const discoveryAttempts = 5
+
 // checkDiscovery asks the server at location for the discovery document of
 // the APIService's group version, as the aggregator would proxy it: with
 // the front-proxy client certificate, checking the server's certificate
-// against the APIService's CA bundle for NAME.NAMESPACE.svc.
+// against the APIService's CA bundle for NAME.NAMESPACE.svc. It sends
+// discoveryAttempts requests at once and succeeds when one does.
 func (c *Controller) checkDiscovery(ctx context.Context, apiService *apiregistrationv1.APIService, location *url.URL) error {
 	var cert, key []byte
 	if c.proxyCertKey != nil {
@@ -250,29 +257,46 @@ func (c *Controller) checkDiscovery(ctx context.Context, apiService *apiregistra
 	if err != nil {
 		return fmt.Errorf("building the transport to APIService %s: %w", apiService.Name, err)
 	}
+	client := &http.Client{
+		Transport:     rt,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 	u := *location
 	u.Path = "/apis/" + apiService.Spec.Group + "/" + apiService.Spec.Version
 	ctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	results := make(chan error, discoveryAttempts)
+	for range discoveryAttempts {
+		go func() { results <- getDiscovery(ctx, client, u.String()) }()
+	}
+	var lastErr error
+	for range discoveryAttempts {
+		if lastErr = <-results; lastErr == nil {
+			// The others are cut short by cancel, and their
+			// results dropped into the buffered channel.
+			return nil
+		}
+	}
+	utilnet.CloseIdleConnectionsFor(rt)
+	return lastErr
+}
+
+// getDiscovery sends one discovery request to discoveryURL.
+func getDiscovery(ctx context.Context, client *http.Client, discoveryURL string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, discoveryURL, nil)
 	if err != nil {
 		return err
 	}
 	// As upstream: an identity the server lets read discovery whatever
 	// its authorization.
 	transport.SetAuthProxyHeaders(req, "system:kube-aggregator", "", []string{"system:masters"}, nil)
-	client := &http.Client{
-		Transport:     rt,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
 	resp, err := client.Do(req)
 	if err != nil {
-		utilnet.CloseIdleConnectionsFor(rt)
-		return fmt.Errorf("failing or missing response from %s: %w", u.String(), err)
+		return fmt.Errorf("failing or missing response from %s: %w", discoveryURL, err)
 	}
 	_ = resp.Body.Close()
 	if resp.StatusCode < http.StatusOK || resp.StatusCode >= http.StatusMultipleChoices {
-		return fmt.Errorf("bad status from %s: %d", u.String(), resp.StatusCode)
+		return fmt.Errorf("bad status from %s: %d", discoveryURL, resp.StatusCode)
 	}
 	return nil
 }

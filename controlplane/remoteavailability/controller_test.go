@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,14 @@ func (l locator) Locate(string, string, int32) (serviceresolver.Location, error)
 // server and its CA bundle.
 func tlsServer(t *testing.T, host string, status int) (*httptest.Server, []byte) {
 	t.Helper()
+	return tlsServerDropping(t, host, status, 0)
+}
+
+// tlsServerDropping is tlsServer, closing the connection of the first drop
+// requests without an answer.
+func tlsServerDropping(t *testing.T, host string, status int, drop int32) (*httptest.Server, []byte) {
+	t.Helper()
+	var requests atomic.Int32
 	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey(host, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +60,15 @@ func tlsServer(t *testing.T, host string, status int) (*httptest.Server, []byte)
 			http.NotFound(w, r)
 			return
 		}
+		if requests.Add(1) <= drop {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Errorf("hijacking the connection to drop it: %v", err)
+				return
+			}
+			_ = conn.Close()
+			return
+		}
 		w.WriteHeader(status)
 	}))
 	s.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
@@ -61,6 +79,9 @@ func tlsServer(t *testing.T, host string, status int) (*httptest.Server, []byte)
 
 func TestSync(t *testing.T) {
 	answering, answeringCA := tlsServer(t, "api.wardle.svc", http.StatusOK)
+	// Drops one request of the check's: as upstream's, the check asks
+	// more than once, and one answer is enough.
+	dropping, droppingCA := tlsServerDropping(t, "api.wardle.svc", http.StatusOK, 1)
 	// Serves a certificate for another name: the check must refuse it.
 	impostor, impostorCA := tlsServer(t, "other.wardle.svc", http.StatusOK)
 	forbidding, forbiddingCA := tlsServer(t, "api.wardle.svc", http.StatusForbidden)
@@ -85,6 +106,8 @@ func TestSync(t *testing.T) {
 		wantMessage string
 	}{
 		{name: "answering", locator: at(answering.URL, "api.wardle"), caBundle: answeringCA,
+			wantStatus: apiregistrationv1.ConditionTrue, wantReason: ReasonPassed},
+		{name: "a request dropped", locator: at(dropping.URL, "api.wardle"), caBundle: droppingCA,
 			wantStatus: apiregistrationv1.ConditionTrue, wantReason: ReasonPassed},
 		{name: "certificate for another name", locator: at(impostor.URL, "api.wardle"), caBundle: impostorCA,
 			wantStatus: apiregistrationv1.ConditionFalse, wantReason: ReasonFailedDiscoveryCheck, wantMessage: "certificate"},
