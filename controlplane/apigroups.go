@@ -26,24 +26,22 @@ import (
 
 // schemeInstalls records the groups added to legacyscheme.Scheme. The
 // scheme is process-wide and not safe to change while servers read it, so
-// each group is added once, by the first server configured with it.
+// each group is added once, by the first options it is added to.
 var schemeInstalls = struct {
 	sync.Mutex
 	groups sets.Set[string]
 }{groups: sets.New[string]()}
 
-func installIntoScheme(groups []APIGroup) error {
+func installIntoScheme(g APIGroup) error {
 	schemeInstalls.Lock()
 	defer schemeInstalls.Unlock()
-	for _, g := range groups {
-		if schemeInstalls.groups.Has(g.Name) {
-			continue
-		}
-		if err := g.AddToScheme(legacyscheme.Scheme); err != nil {
-			return fmt.Errorf("adding API group %s to the scheme: %w", g.Name, err)
-		}
-		schemeInstalls.groups.Insert(g.Name)
+	if schemeInstalls.groups.Has(g.Name) {
+		return nil
 	}
+	if err := g.AddToScheme(legacyscheme.Scheme); err != nil {
+		return fmt.Errorf("adding API group %s to the scheme: %w", g.Name, err)
+	}
+	schemeInstalls.groups.Insert(g.Name)
 	return nil
 }
 

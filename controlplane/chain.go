@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"context"
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -14,39 +13,39 @@ import (
 	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
 	corerest "k8s.io/kubernetes/pkg/registry/core/rest"
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
 )
 
 // createServerChain wires the servers as upstream's generic sample does
 // (apiextensions → generic native APIs → aggregator), with our storage
-// providers in place of some of upstream's, and the added API groups, and
-// creates kube-system.
-func createServerChain(ctx context.Context, config genericserver.CompletedConfig, groups []APIGroup) (*aggregatorapiserver.APIAggregator, error) {
+// providers in place of some of upstream's, and the added API groups. It
+// returns the aggregator, the head of the chain, and the core storage,
+// which creates kube-system before the chain serves.
+func createServerChain(config genericserver.CompletedConfig, groups []APIGroup) (*aggregatorapiserver.APIAggregator, *coreStorage, error) {
 	// 1. CRDs
 	notFoundHandler := notfoundhandler.New(config.ControlPlane.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey)
 	apiExtensionsServer, err := config.APIExtensions.New(genericapiserver.NewEmptyDelegateWithCustomHandler(notFoundHandler))
 	if err != nil {
-		return nil, fmt.Errorf("creating apiextensions-apiserver: %w", err)
+		return nil, nil, fmt.Errorf("creating apiextensions-apiserver: %w", err)
 	}
 	crdAPIEnabled := config.APIExtensions.GenericConfig.MergedResourceConfig.ResourceEnabled(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
 
 	// 2. Natively implemented resources
 	nativeAPIs, err := config.ControlPlane.New("sample-generic-controlplane", apiExtensionsServer.GenericAPIServer)
 	if err != nil {
-		return nil, fmt.Errorf("creating the generic control plane apiserver: %w", err)
+		return nil, nil, fmt.Errorf("creating the generic control plane apiserver: %w", err)
 	}
 	client, err := kubernetes.NewForConfig(config.ControlPlane.Generic.LoopbackClientConfig)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	core, providers, err := storageProviders(config, client, groups)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := nativeAPIs.InstallAPIs(providers...); err != nil {
-		return nil, fmt.Errorf("installing APIs: %w", err)
-	}
-	if err := core.ensureSystemNamespace(ctx); err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("installing APIs: %w", err)
 	}
 
 	// 3. Aggregator for APIServices, discovery and OpenAPI
@@ -54,12 +53,12 @@ func createServerChain(ctx context.Context, config genericserver.CompletedConfig
 		apiExtensionsServer.Informers.Apiextensions().V1().CustomResourceDefinitions(), crdAPIEnabled,
 		apiServicePriorities(groups))
 	if err != nil {
-		return nil, fmt.Errorf("creating kube-aggregator: %w", err)
+		return nil, nil, fmt.Errorf("creating kube-aggregator: %w", err)
 	}
 	if err := addRemoteAvailability(aggregator, config.Aggregator); err != nil {
-		return nil, fmt.Errorf("creating the remote APIService availability controller: %w", err)
+		return nil, nil, fmt.Errorf("creating the remote APIService availability controller: %w", err)
 	}
-	return aggregator, nil
+	return aggregator, core, nil
 }
 
 // storageProviders are upstream's generic storage providers, with the RBAC
@@ -97,6 +96,17 @@ func withCoreStorage(providers []controlplaneapiserver.RESTStorageProvider) (*co
 		}
 	}
 	return nil, fmt.Errorf("no %T among upstream's storage providers to create kube-system with", &corerest.GenericConfig{})
+}
+
+// rbacStorage is upstream's RBAC storage with a faster bootstrap hook
+// (bootstrap.RBACPolicyHook).
+type rbacStorage struct {
+	rbacrest.RESTStorageProvider
+}
+
+// PostStartHook replaces upstream's rbac/bootstrap-roles hook under the same name.
+func (rbacStorage) PostStartHook() (string, genericapiserver.PostStartHookFunc, error) {
+	return rbacrest.PostStartHookName, bootstrap.RBACPolicyHook(), nil
 }
 
 // withFastRBACBootstrap puts rbacStorage in place of upstream's RBAC

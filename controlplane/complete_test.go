@@ -2,7 +2,7 @@ package controlplane
 
 import (
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 )
 
@@ -13,21 +13,25 @@ func TestCompleteLeavesCallerOptionsAlone(t *testing.T) {
 	complete := func(dir string) CompletedOptions {
 		t.Helper()
 		o.DataDir = dir
-		c, err := o.Complete(t.Context())
+		d, err := o.PrepareDataDir()
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(c.Release)
+		t.Cleanup(d.Close)
+		c, err := o.Complete(t.Context(), d)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return c
 	}
 	first := complete(t.TempDir())
 	second := complete(t.TempDir())
 
 	for name, c := range map[string]CompletedOptions{"first": first, "second": second} {
-		if !strings.HasPrefix(c.EtcdSocket, c.DataDir) {
-			t.Errorf("%s: embedded etcd socket %q is not in its own data dir %s", name, c.EtcdSocket, c.DataDir)
+		if want := "unix://" + filepath.Join(c.DataDir.Path, "run", "etcd.sock"); !slices.Equal(c.ControlPlane.Etcd.StorageConfig.Transport.ServerList, []string{want}) {
+			t.Errorf("%s: etcd servers %q, want its own data dir's socket %s", name, c.ControlPlane.Etcd.StorageConfig.Transport.ServerList, want)
 		}
-		if want := filepath.Join(c.DataDir, "pki", "ca.crt"); c.Controllers.ClusterSigningCertFile != want || c.Controllers.RootCAFile != want {
+		if want := filepath.Join(c.DataDir.Path, "pki", "ca.crt"); c.Controllers.ClusterSigningCertFile != want || c.Controllers.RootCAFile != want {
 			t.Errorf("%s: signing CA %q and root CA %q, want %q", name, c.Controllers.ClusterSigningCertFile, c.Controllers.RootCAFile, want)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"path/filepath"
 	goruntime "runtime"
 	"strconv"
 	"time"
@@ -29,6 +28,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubeapiserver/admission/exclusion"
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/resourcequota"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/datadir"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
 
@@ -57,6 +57,9 @@ type Config struct {
 	APIs *genericserver.Config
 	// EmbeddedEtcd is the running etcd member; nil with external etcd.
 	EmbeddedEtcd *embeddedetcd.Server
+
+	// listener is the bound secure port, until Server.Run releases it.
+	listener *servingListener
 }
 
 // CompletedConfig is a Config whose derived fields are filled in.
@@ -68,21 +71,49 @@ type completedConfig struct {
 	Options      CompletedOptions
 	APIs         genericserver.CompletedConfig
 	EmbeddedEtcd *embeddedetcd.Server
+	listener     *servingListener
 	// snapshots takes the scheduled snapshots of the embedded etcd; nil
 	// when none are scheduled or etcd is external.
-	snapshots *snapshotter
+	snapshots *datadir.Snapshotter
 }
 
 // NewConfig builds the configuration of every server in the chain. Like
 // upstream's, it binds the secure port and needs a reachable etcd (the
-// storage factory talks to it), so it starts the embedded etcd member here,
-// after binding the port: a port in use fails before etcd is touched. The
-// member elects itself while the configuration is built, and NewConfig
-// returns once both are done: what the configuration creates of etcd
-// clients (the health checks') finds the member's socket open and waits for
-// it to serve. The member stops when opts are released, which Server.Run
-// does when it returns.
-func NewConfig(ctx context.Context, opts CompletedOptions) (*Config, error) {
+// storage factory talks to it): etcd is the started embedded member (nil
+// with --etcd-servers), which elects itself while the configuration is
+// built. NewConfig returns once both are done. On error it frees the port;
+// otherwise the server built from the configuration does, when it stops.
+func NewConfig(ctx context.Context, opts CompletedOptions, etcd *embeddedetcd.Server) (*Config, error) {
+	logger := klog.FromContext(ctx)
+	etcdReady := make(chan error, 1)
+	readyCtx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
+	if etcd != nil {
+		start := time.Now()
+		go func() {
+			err := etcd.WaitReady(readyCtx)
+			if err == nil {
+				logger.V(1).Info("Embedded etcd is ready", "socket", opts.DataDir.EtcdSocket, "duration", time.Since(start))
+			}
+			etcdReady <- err
+		}()
+	} else {
+		etcdReady <- nil
+	}
+	config, err := newConfig(ctx, opts, etcd)
+	if err != nil {
+		stopWaiting()
+		<-etcdReady
+		return nil, err
+	}
+	if err := <-etcdReady; err != nil {
+		config.listener.release()
+		return nil, err
+	}
+	return config, nil
+}
+
+func newConfig(ctx context.Context, opts CompletedOptions, etcd *embeddedetcd.Server) (*Config, error) {
 	ss := opts.ControlPlane.SecureServing
 	if ss.Listener == nil {
 		addr := net.JoinHostPort(ss.BindAddress.String(), strconv.Itoa(ss.BindPort))
@@ -94,31 +125,7 @@ func NewConfig(ctx context.Context, opts CompletedOptions) (*Config, error) {
 	}
 	listener := newServingListener(ss.Listener)
 	ss.Listener = listener
-	opts.addCleanup(listener.release)
-
-	logger := klog.FromContext(ctx)
 	enableMutexProfile(opts.ControlPlane.Features)
-	var etcd *embeddedetcd.Server
-	etcdReady := make(chan error, 1)
-	readyCtx, stopWaiting := context.WithCancel(ctx)
-	defer stopWaiting()
-	if opts.EtcdSocket != "" {
-		start := time.Now()
-		var err error
-		if etcd, err = startEmbeddedEtcd(opts); err != nil {
-			return nil, err
-		}
-		opts.addCleanup(etcd.Close)
-		go func() {
-			err := awaitEmbeddedEtcd(readyCtx, etcd, opts.DataDir)
-			if err == nil {
-				logger.V(1).Info("Embedded etcd is ready", "socket", opts.EtcdSocket, "duration", time.Since(start))
-			}
-			etcdReady <- err
-		}()
-	} else {
-		etcdReady <- nil
-	}
 
 	start := time.Now()
 	// Upstream's sample assumes three API servers; with more than one, a
@@ -130,77 +137,36 @@ func NewConfig(ctx context.Context, opts CompletedOptions) (*Config, error) {
 	}
 	apis, err := newAPIsConfig(opts, apiServerCount)
 	if err != nil {
-		// The member is not waited for: releasing opts stops it.
-		stopWaiting()
-		<-etcdReady
+		listener.release()
 		return nil, fmt.Errorf("configuring the API servers: %w", err)
 	}
-	logger.V(1).Info("API servers configured", "duration", time.Since(start))
-	if err := <-etcdReady; err != nil {
-		return nil, err
-	}
-	return &Config{Options: opts, APIs: apis, EmbeddedEtcd: etcd}, nil
+	klog.FromContext(ctx).V(1).Info("API servers configured", "duration", time.Since(start))
+	return &Config{Options: opts, APIs: apis, EmbeddedEtcd: etcd, listener: listener}, nil
 }
 
-// startEmbeddedEtcd starts the member: when it returns, the member's data is
-// open and its client socket listens.
-func startEmbeddedEtcd(opts CompletedOptions) (*embeddedetcd.Server, error) {
-	if err := checkNoInterruptedRestore(opts.DataDir); err != nil {
-		return nil, err
-	}
-	return embeddedetcd.Start(embeddedetcd.Config{
-		DataDir:           filepath.Join(opts.DataDir, "etcd"),
-		SocketPath:        opts.EtcdSocket,
-		PeerCertFile:      opts.PKI.EtcdPeerCertFile,
-		PeerKeyFile:       opts.PKI.EtcdPeerKeyFile,
-		PeerTrustedCAFile: opts.PKI.EtcdCA.CertFile,
-		QuotaBackendBytes: opts.EmbeddedEtcd.QuotaBackendBytes,
-		LogLevel:          opts.EmbeddedEtcd.LogLevel,
-	})
-}
-
-// awaitEmbeddedEtcd waits until the member serves, then removes the member
-// data a snapshot restore replaced.
-func awaitEmbeddedEtcd(ctx context.Context, etcd *embeddedetcd.Server, dataDir string) error {
-	if err := etcd.WaitReady(ctx); err != nil {
-		return err
-	}
-	// Only now: should the restored member not start, the data it
-	// replaced is still there to go back to.
-	removeReplacedEtcdData(klog.FromContext(ctx), dataDir)
-	return nil
-}
-
-// Complete fills in the fields derived from others.
+// Complete fills in the fields derived from others. On error it frees the
+// secure port, as NewConfig and New do.
 func (c *Config) Complete() (CompletedConfig, error) {
+	completed, err := c.complete()
+	if err != nil {
+		c.listener.release()
+	}
+	return completed, err
+}
+
+func (c *Config) complete() (CompletedConfig, error) {
 	apis, err := c.APIs.Complete()
 	if err != nil {
 		return CompletedConfig{}, err
 	}
-	snapshots, err := c.snapshotter()
-	if err != nil {
-		return CompletedConfig{}, err
+	var snapshots *datadir.Snapshotter
+	if opts := c.Options.EmbeddedEtcd; c.EmbeddedEtcd != nil && opts != nil && opts.SnapshotSchedule != "" {
+		snapshots, err = datadir.NewSnapshotter(c.Options.DataDir.Path, c.EmbeddedEtcd.ClientURL(), opts.SnapshotSchedule, opts.SnapshotRetention)
+		if err != nil {
+			return CompletedConfig{}, err
+		}
 	}
-	return CompletedConfig{&completedConfig{Options: c.Options, APIs: apis, EmbeddedEtcd: c.EmbeddedEtcd, snapshots: snapshots}}, nil
-}
-
-// snapshotter is what takes the scheduled snapshots of the embedded etcd,
-// or nil when there are none to take.
-func (c *Config) snapshotter() (*snapshotter, error) {
-	opts := c.Options.EmbeddedEtcd
-	if c.EmbeddedEtcd == nil || opts == nil || opts.SnapshotSchedule == "" {
-		return nil, nil
-	}
-	schedule, err := parseSnapshotSchedule(opts.SnapshotSchedule)
-	if err != nil {
-		return nil, err
-	}
-	return &snapshotter{
-		source:    embeddedetcd.SnapshotSource{Endpoint: c.EmbeddedEtcd.ClientURL()},
-		dir:       SnapshotsDir(c.Options.DataDir),
-		schedule:  schedule,
-		retention: opts.SnapshotRetention,
-	}, nil
+	return CompletedConfig{&completedConfig{Options: c.Options, APIs: apis, EmbeddedEtcd: c.EmbeddedEtcd, listener: c.listener, snapshots: snapshots}}, nil
 }
 
 // DefaultResources are the generic resources the binary serves: upstream's
@@ -226,9 +192,6 @@ func DefaultResources() *serverstorage.ResourceConfig {
 // apiServerCount is how many API servers share the storage.
 func newAPIsConfig(o CompletedOptions, apiServerCount int) (*genericserver.Config, error) {
 	opts := o.ControlPlane
-	if err := installIntoScheme(o.APIGroups); err != nil {
-		return nil, err
-	}
 	resources := o.Resources()
 	for _, g := range o.APIGroups {
 		if !g.gatedOff() {

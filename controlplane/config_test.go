@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,9 +12,9 @@ import (
 
 // The embedded etcd starts while the API servers are configured. When the
 // configuration fails, the error is the configuration's (not the member's
-// start being called off), and no member is left behind: its socket is
-// closed and the data dir can be locked again at once.
-func TestNewServerConfigFailureStopsEmbeddedEtcd(t *testing.T) {
+// start being called off), and nothing is left behind: the member's socket
+// and the port are closed, and the data dir can be taken again at once.
+func TestServeConfigFailureStopsEmbeddedEtcd(t *testing.T) {
 	o := NewOptions()
 	o.DataDir = t.TempDir()
 	o.Resources = func() *serverstorage.ResourceConfig {
@@ -28,21 +29,21 @@ func TestNewServerConfigFailureStopsEmbeddedEtcd(t *testing.T) {
 	o.ControlPlane.SecureServing.Listener = listener
 	o.ControlPlane.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
 
-	completed, err := o.Complete(t.Context())
-	if err != nil {
-		t.Fatal(err)
+	if err := Serve(t.Context(), o, nil); err == nil || !strings.Contains(err.Error(), "the API server itself needs secrets.v1") {
+		t.Fatalf("Serve: %v, want the configuration's error about secrets", err)
 	}
-	socket := completed.EtcdSocket
-	if _, err := NewServer(t.Context(), completed); err == nil || !strings.Contains(err.Error(), "the API server itself needs secrets.v1") {
-		t.Fatalf("NewServer: %v, want the configuration's error about secrets", err)
-	}
+	socket := filepath.Join(o.DataDir, "run", "etcd.sock")
 	if conn, err := net.Dial("unix", socket); err == nil {
 		conn.Close() //nolint:errcheck
 		t.Errorf("the embedded etcd still listens on %s", socket)
 	}
-	lock, err := lockDataDir(completed.DataDir)
-	if err != nil {
-		t.Fatalf("the data dir is still locked: %v", err)
+	if conn, err := net.Dial("tcp", listener.Addr().String()); err == nil {
+		conn.Close() //nolint:errcheck
+		t.Errorf("%s still accepts connections", listener.Addr())
 	}
-	lock.release()
+	d, err := o.PrepareDataDir()
+	if err != nil {
+		t.Fatalf("the data dir is still taken: %v", err)
+	}
+	d.Close()
 }

@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,10 +11,10 @@ import (
 	validatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
-	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/featuregate"
 	openapicommon "k8s.io/kube-openapi/pkg/common"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
 )
 
 // This file holds the extension points: what a program adds, in code, to
@@ -87,27 +86,6 @@ func (g APIGroup) validate() error {
 	return nil
 }
 
-// Bootstrap writes objects the control plane needs at every start, after
-// the APIs are installed and before it reports ready: /readyz waits for it
-// (as poststarthook/<Name>). A failed write is retried every 100 ms for up
-// to 30 s; if it never succeeds, the server never becomes ready.
-type Bootstrap struct {
-	// Name names the post-start hook, e.g. "example.com/bootstrap-policy".
-	Name string
-	// ClusterRoles and ClusterRoleBindings are applied with server-side
-	// apply, forced: what someone changed in the fields they set is put
-	// back at the next start. One whose fields hold what it sets already
-	// is only read (so a restart does not wait for admission to be ready).
-	ClusterRoles        []*rbacv1ac.ClusterRoleApplyConfiguration
-	ClusterRoleBindings []*rbacv1ac.ClusterRoleBindingApplyConfiguration
-	// Apply, if set, writes anything else, after the roles and bindings;
-	// it must be idempotent.
-	Apply func(ctx context.Context, client kubernetes.Interface) error
-	// RequiredResources must all be served for the bootstrap to run: e.g.
-	// the roles of an API a feature gate turns off would grant nothing.
-	RequiredResources []schema.GroupVersionResource
-}
-
 // AdmissionPlugin is an admission plugin compiled into the control plane,
 // like upstream's built-in ones: --enable-admission-plugins and
 // --disable-admission-plugins know it by Name.
@@ -122,7 +100,10 @@ type AdmissionPlugin struct {
 	Before string
 }
 
-// AddAPIGroup serves an API group natively.
+// AddAPIGroup serves an API group natively. Its types join the process's
+// scheme now, once per process, as a built-in group's install package adds
+// them at init: --runtime-config is checked against the groups the scheme
+// knows.
 func (o *Options) AddAPIGroup(g APIGroup) error {
 	if err := g.validate(); err != nil {
 		return err
@@ -130,16 +111,19 @@ func (o *Options) AddAPIGroup(g APIGroup) error {
 	if slices.ContainsFunc(o.apiGroups, func(other APIGroup) bool { return other.Name == g.Name }) {
 		return fmt.Errorf("API group %s is added already", g.Name)
 	}
+	if err := installIntoScheme(g); err != nil {
+		return err
+	}
 	o.apiGroups = append(o.apiGroups, g)
 	return nil
 }
 
 // AddBootstrap writes objects at every start.
-func (o *Options) AddBootstrap(b Bootstrap) error {
+func (o *Options) AddBootstrap(b bootstrap.Bootstrap) error {
 	if b.Name == "" {
 		return errors.New("a bootstrap needs a Name: it names its post-start hook")
 	}
-	if slices.ContainsFunc(o.bootstraps, func(other Bootstrap) bool { return other.Name == b.Name }) {
+	if slices.ContainsFunc(o.bootstraps, func(other bootstrap.Bootstrap) bool { return other.Name == b.Name }) {
 		return fmt.Errorf("bootstrap %s is added already", b.Name)
 	}
 	o.bootstraps = append(o.bootstraps, b)

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"errors"
 	"io"
 	"slices"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	openapicommon "k8s.io/kube-openapi/pkg/common"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
 )
 
 func newPlugin(io.Reader) (admission.Interface, error) { return nil, nil }
@@ -83,7 +86,14 @@ func TestAddAPIGroupAndBootstrap(t *testing.T) {
 	if err := o.AddAPIGroup(noVersions); err == nil || !strings.Contains(err.Error(), "Versions is empty") {
 		t.Errorf("a group without versions: %v", err)
 	}
-	if err := o.AddBootstrap(Bootstrap{}); err == nil || !strings.Contains(err.Error(), "needs a Name") {
+	// The group joins the scheme as it is added, and a failure says which.
+	broken := group
+	broken.Name = "broken.example.com"
+	broken.AddToScheme = func(*runtime.Scheme) error { return errors.New("no types") }
+	if err := o.AddAPIGroup(broken); err == nil || !strings.Contains(err.Error(), "adding API group broken.example.com to the scheme: no types") {
+		t.Errorf("a group whose types cannot join the scheme: %v", err)
+	}
+	if err := o.AddBootstrap(bootstrap.Bootstrap{}); err == nil || !strings.Contains(err.Error(), "needs a Name") {
 		t.Errorf("a bootstrap without a name: %v", err)
 	}
 }

@@ -24,6 +24,8 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/datadir"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/pki"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
 
@@ -34,9 +36,6 @@ const (
 	DefaultBindAddress = "127.0.0.1"
 	// DefaultServiceAccountIssuer is the "iss" of tokens this control plane issues.
 	DefaultServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
-
-	// maxUnixSocketPath is what a sockaddr_un holds on Linux, less the NUL.
-	maxUnixSocketPath = 107
 )
 
 // Options are everything a control plane is configured with: the upstream
@@ -69,7 +68,7 @@ type Options struct {
 
 	// Added by the extension points (extensions.go).
 	apiGroups  []APIGroup
-	bootstraps []Bootstrap
+	bootstraps []bootstrap.Bootstrap
 }
 
 // EmbeddedEtcdOptions tune the in-process etcd member.
@@ -105,8 +104,8 @@ func NewOptions() *Options {
 		EmbeddedEtcd: &EmbeddedEtcdOptions{
 			QuotaBackendBytes: embeddedetcd.DefaultQuotaBackendBytes,
 			LogLevel:          "warn",
-			SnapshotSchedule:  DefaultSnapshotSchedule,
-			SnapshotRetention: DefaultSnapshotRetention,
+			SnapshotSchedule:  datadir.DefaultSnapshotSchedule,
+			SnapshotRetention: datadir.DefaultSnapshotRetention,
 		},
 		Controllers: manager.NewOptions(),
 		// Built in: the resolver of service references reads them.
@@ -155,8 +154,9 @@ func (o *Options) Embedded() bool {
 	return o.EmbeddedEtcd != nil && len(o.ControlPlane.Etcd.StorageConfig.Transport.ServerList) == 0
 }
 
-// validate checks our own options before anything is written to disk.
-func (o *Options) validate() error {
+// Validate checks our own options, before anything is written to disk.
+// Upstream's options are validated once completed (CompletedOptions.Validate).
+func (o *Options) Validate() error {
 	var errs []error
 	if o.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty; write e.g. --data-dir=$HOME/.local/share/sample-generic-controlplane"))
@@ -177,9 +177,6 @@ func (o *Options) validate() error {
 			errs = append(errs, err)
 		}
 	}
-	// Validated here: complete applies them and leaves them out of the
-	// completed options (see applyMetrics).
-	errs = append(errs, o.ControlPlane.Metrics.Validate()...)
 	for _, g := range o.apiGroups {
 		if !g.gatedOff() {
 			continue
@@ -204,11 +201,11 @@ func (o *EmbeddedEtcdOptions) validate() []error {
 		errs = append(errs, fmt.Errorf("--embedded-etcd-quota-bytes must be positive, got %d; write e.g. --embedded-etcd-quota-bytes=%d", o.QuotaBackendBytes, embeddedetcd.DefaultQuotaBackendBytes))
 	}
 	if o.SnapshotSchedule != "" {
-		if _, err := parseSnapshotSchedule(o.SnapshotSchedule); err != nil {
+		if _, err := datadir.ParseSnapshotSchedule(o.SnapshotSchedule); err != nil {
 			errs = append(errs, err)
 		}
 		if o.SnapshotRetention < 1 {
-			errs = append(errs, fmt.Errorf("--embedded-etcd-snapshot-retention must be at least 1, got %d; write e.g. --embedded-etcd-snapshot-retention=%d, or --embedded-etcd-snapshot-schedule=\"\" to take no scheduled snapshots", o.SnapshotRetention, DefaultSnapshotRetention))
+			errs = append(errs, fmt.Errorf("--embedded-etcd-snapshot-retention must be at least 1, got %d; write e.g. --embedded-etcd-snapshot-retention=%d, or --embedded-etcd-snapshot-schedule=\"\" to take no scheduled snapshots", o.SnapshotRetention, datadir.DefaultSnapshotRetention))
 		}
 	}
 	return errs
@@ -240,76 +237,50 @@ func validateEtcdServer(server string) error {
 	return nil
 }
 
-// CompletedOptions are options with every default filled in and the data
-// dir prepared. They hold the lock on the data dir until the Server started
-// from them stops, or until Release is called.
+// PrepareDataDir takes the data dir for this process: it creates it, locks
+// it, creates or loads the PKI (for the serving certificate's names: the
+// bind address, --tls-san) and, for an embedded etcd, chooses its socket.
+// Close the returned handle once the control plane has stopped.
+func (o *Options) PrepareDataDir() (*datadir.DataDir, error) {
+	return datadir.Prepare(o.DataDir, datadir.Settings{ServingHosts: o.servingHosts(), EmbeddedEtcd: o.Embedded()})
+}
+
+// CompletedOptions are options with every default filled in, from the
+// prepared data dir among others.
 type CompletedOptions struct {
 	*completedOptions
 }
 
 type completedOptions struct {
 	ControlPlane cpoptions.CompletedOptions
-	DataDir      string
-	PKI          *bootstrap.PKI
-	// EtcdSocket is the embedded etcd's client socket; empty with external etcd.
-	EtcdSocket   string
+	// DataDir is the prepared data dir; it stays its caller's to close.
+	DataDir *datadir.DataDir
+	// EmbeddedEtcd is nil with an external etcd.
 	EmbeddedEtcd *EmbeddedEtcdOptions
 	// Controllers is nil when the control plane runs none.
 	Controllers *manager.Options
 	Resources   func() *serverstorage.ResourceConfig
 	APIGroups   []APIGroup
-	Bootstraps  []Bootstrap
-
-	lock *dataDirLock
-	// cleanups run at Release, e.g. removing a socket dir outside the data dir.
-	cleanups []func()
+	Bootstraps  []bootstrap.Bootstrap
 }
 
-// KubeconfigPath is where the admin kubeconfig is written.
-func (c *completedOptions) KubeconfigPath() string {
-	return filepath.Join(c.DataDir, "admin.kubeconfig")
-}
-
-func (c *completedOptions) addCleanup(f func()) { c.cleanups = append(c.cleanups, f) }
-
-// Release stops the embedded etcd and unlocks the data dir. Server.Run does it when it returns; call it
-// yourself only when you complete options but never run a server from them.
-func (c *completedOptions) Release() {
-	for _, cleanup := range slices.Backward(c.cleanups) {
-		cleanup()
-	}
-	c.cleanups = nil
-	c.lock.release()
-}
-
-// Complete validates our options, locks and prepares the data dir, creates
-// or loads the PKI and fills the upstream options with it. The upstream
-// options need the certificate and key files to exist when they are
-// completed, which is why the PKI is written here, as upstream's
-// MaybeDefaultWithSelfSignedCerts does in its Complete.
-func (o *Options) Complete(ctx context.Context) (CompletedOptions, error) {
-	if err := o.validate(); err != nil {
-		return CompletedOptions{}, err
-	}
-	dataDir, err := filepath.Abs(o.DataDir)
-	if err != nil {
-		return CompletedOptions{}, fmt.Errorf("--data-dir %q: %w", o.DataDir, err)
-	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return CompletedOptions{}, fmt.Errorf("--data-dir %s cannot be created (%v); choose a writable directory", dataDir, unwrapPathError(err))
-	}
-	lock, err := lockDataDir(dataDir)
-	if err != nil {
-		return CompletedOptions{}, err
-	}
+// Complete fills in every default: the certificates, keys and CAs of the
+// data dir's PKI where no flag names others, the embedded etcd's socket as
+// the etcd server, and the controllers' settings derived from both; then it
+// completes upstream's options, which read the certificate files (as
+// upstream's MaybeDefaultWithSelfSignedCerts expects them written in its
+// Complete). It leaves o as it was.
+func (o *Options) Complete(ctx context.Context, dataDir *datadir.DataDir) (CompletedOptions, error) {
 	resources := o.Resources
 	if resources == nil {
 		resources = DefaultResources
 	}
-	c := &completedOptions{DataDir: dataDir, EmbeddedEtcd: o.EmbeddedEtcd, Resources: resources,
-		APIGroups: slices.Clone(o.apiGroups), Bootstraps: slices.Clone(o.bootstraps), lock: lock}
+	c := &completedOptions{DataDir: dataDir, Resources: resources,
+		APIGroups: slices.Clone(o.apiGroups), Bootstraps: slices.Clone(o.bootstraps)}
+	if o.Embedded() {
+		c.EmbeddedEtcd = o.EmbeddedEtcd
+	}
 	if err := o.complete(ctx, c); err != nil {
-		c.Release()
 		return CompletedOptions{}, err
 	}
 	return CompletedOptions{c}, nil
@@ -317,16 +288,16 @@ func (o *Options) Complete(ctx context.Context) (CompletedOptions, error) {
 
 // completeControllers returns a copy of the controllers' options with the
 // defaults that come from the PKI and the server's own settings.
-func (o *Options) completeControllers(pki *bootstrap.PKI, servingCertFile, serviceAccountKeyFile string) *manager.Options {
+func (o *Options) completeControllers(creds *pki.PKI, servingCertFile, serviceAccountKeyFile string) *manager.Options {
 	controllers := *o.Controllers
 	if controllers.ClusterSigningCertFile == "" && controllers.ClusterSigningKeyFile == "" {
-		controllers.ClusterSigningCertFile, controllers.ClusterSigningKeyFile = pki.CA.CertFile, pki.CA.KeyFile
+		controllers.ClusterSigningCertFile, controllers.ClusterSigningKeyFile = creds.CA.CertFile, creds.CA.KeyFile
 	}
 	// The manager talks over the loopback connection, whose CA is not the
 	// one to publish: publish the cluster CA, unless the user serves with a
 	// certificate of their own (then only they know; --root-ca-file).
-	if controllers.RootCAFile == "" && servingCertFile == pki.ServingCertFile {
-		controllers.RootCAFile = pki.CA.CertFile
+	if controllers.RootCAFile == "" && servingCertFile == creds.ServingCertFile {
+		controllers.RootCAFile = creds.CA.CertFile
 	}
 	// With the embedded etcd no other replica can exist (its socket is
 	// private), so there is nobody to elect against; skipping the election
@@ -343,51 +314,41 @@ func (o *Options) completeControllers(pki *bootstrap.PKI, servingCertFile, servi
 func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 	cp := copyForCompletion(o.ControlPlane)
 	cp.Admission = withoutAdmissionOfUnserved(cp.Admission, c.Resources())
-	pki, err := bootstrap.EnsurePKI(filepath.Join(c.DataDir, "pki"), o.servingHosts())
-	if err != nil {
-		return fmt.Errorf("preparing certificates in %s: %w", c.DataDir, err)
-	}
-	c.PKI = pki
-
+	creds := c.DataDir.PKI
 	if o.Embedded() {
-		socket, cleanup, err := etcdSocketPath(c.DataDir)
-		if err != nil {
-			return err
+		if c.DataDir.EtcdSocket == "" {
+			return fmt.Errorf("data dir %s was prepared for an external etcd, and the options ask for the embedded one", c.DataDir.Path)
 		}
-		if cleanup != nil {
-			c.cleanups = append(c.cleanups, cleanup)
-		}
-		c.EtcdSocket = socket
-		cp.Etcd.StorageConfig.Transport.ServerList = []string{"unix://" + socket}
+		cp.Etcd.StorageConfig.Transport.ServerList = []string{"unix://" + c.DataDir.EtcdSocket}
 	}
 
 	serving := &cp.SecureServing.ServerCert.CertKey
 	if serving.CertFile == "" && serving.KeyFile == "" {
-		serving.CertFile, serving.KeyFile = pki.ServingCertFile, pki.ServingKeyFile
+		serving.CertFile, serving.KeyFile = creds.ServingCertFile, creds.ServingKeyFile
 	}
 	authn := cp.Authentication
 	if authn.ClientCert.ClientCA == "" {
-		authn.ClientCert.ClientCA = pki.CA.CertFile
+		authn.ClientCert.ClientCA = creds.CA.CertFile
 	}
 	if authn.RequestHeader.ClientCAFile == "" {
-		authn.RequestHeader.ClientCAFile = pki.FrontProxyCA.CertFile
-		authn.RequestHeader.AllowedNames = []string{bootstrap.FrontProxyClientName}
+		authn.RequestHeader.ClientCAFile = creds.FrontProxyCA.CertFile
+		authn.RequestHeader.AllowedNames = []string{pki.FrontProxyClientName}
 		authn.RequestHeader.UsernameHeaders = []string{"X-Remote-User"}
 		authn.RequestHeader.UIDHeaders = []string{"X-Remote-Uid"}
 		authn.RequestHeader.GroupHeaders = []string{"X-Remote-Group"}
 		authn.RequestHeader.ExtraHeaderPrefixes = []string{"X-Remote-Extra-"}
 	}
 	if cp.ProxyClientCertFile == "" && cp.ProxyClientKeyFile == "" {
-		cp.ProxyClientCertFile, cp.ProxyClientKeyFile = pki.ProxyClientCertFile, pki.ProxyClientKeyFile
+		cp.ProxyClientCertFile, cp.ProxyClientKeyFile = creds.ProxyClientCertFile, creds.ProxyClientKeyFile
 	}
 	if cp.ServiceAccountSigningEndpoint == "" && cp.ServiceAccountSigningKeyFile == "" {
-		cp.ServiceAccountSigningKeyFile = pki.ServiceAccountKeyFile
+		cp.ServiceAccountSigningKeyFile = creds.ServiceAccountKeyFile
 		if len(authn.ServiceAccounts.KeyFiles) == 0 {
-			authn.ServiceAccounts.KeyFiles = []string{pki.ServiceAccountPublicKeyFile}
+			authn.ServiceAccounts.KeyFiles = []string{creds.ServiceAccountPublicKeyFile}
 		}
 	}
 	if o.Controllers != nil {
-		c.Controllers = o.completeControllers(pki, serving.CertFile, cp.ServiceAccountSigningKeyFile)
+		c.Controllers = o.completeControllers(creds, serving.CertFile, cp.ServiceAccountSigningKeyFile)
 	}
 	if len(authn.ServiceAccounts.Issuers) == 0 {
 		authn.ServiceAccounts.Issuers = []string{DefaultServiceAccountIssuer}
@@ -402,14 +363,15 @@ func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 	if err != nil {
 		return err
 	}
-	applyMetrics(completed.Metrics)
+	// Applied process-wide already (ApplyToProcess): upstream's
+	// configuration would apply them again, and differently.
 	completed.Metrics = nil
 	c.ControlPlane = completed
 	return nil
 }
 
 // applyMetrics applies the metrics flags as upstream's Options.Apply does,
-// which BuildGenericConfig would call, but without a label allow-list when
+// which BuildGenericConfig would call (Complete leaves them out), but without a label allow-list when
 // neither --allow-metric-labels nor --allow-metric-labels-manifest is set:
 // upstream then applies an empty manifest and logs "The manifest file is
 // empty, ignoring." as an error at every start (and an empty allow-list,
@@ -471,43 +433,23 @@ func (o *Options) servingHosts() []string {
 	return unique
 }
 
-// etcdSocketPath places the embedded etcd's socket in <data-dir>/run, or, when
-// that path is too long for a unix socket, in a private temporary directory
-// that the returned cleanup removes.
-func etcdSocketPath(dataDir string) (string, func(), error) {
-	socket := filepath.Join(dataDir, "run", "etcd.sock")
-	if len(socket) <= maxUnixSocketPath {
-		return socket, nil, nil
-	}
-	// $TMPDIR may itself be long; /tmp is short everywhere we run.
-	for _, parent := range []string{os.TempDir(), "/tmp"} {
-		dir, err := os.MkdirTemp(parent, "sgcp-etcd-")
-		if err != nil {
-			return "", nil, fmt.Errorf("creating a directory for the etcd socket: %w", err)
-		}
-		socket := filepath.Join(dir, "etcd.sock")
-		if len(socket) <= maxUnixSocketPath {
-			return socket, func() { os.RemoveAll(dir) }, nil //nolint:errcheck // best effort
-		}
-		os.RemoveAll(dir) //nolint:errcheck
-	}
-	return "", nil, fmt.Errorf("--data-dir %s is too long for the embedded etcd's unix socket (at most %d bytes with /run/etcd.sock) and no short temporary directory is available; choose a shorter --data-dir", dataDir, maxUnixSocketPath)
-}
-
-// Validate runs the upstream validation of the completed options. The
-// added API groups join the scheme first: upstream checks --runtime-config
-// against the groups the scheme knows, and refused any added one.
+// Validate runs upstream's validation of the completed options. It checks
+// --runtime-config against the groups the scheme knows, which the added
+// ones joined when they were added (AddAPIGroup).
 func (c CompletedOptions) Validate() []error {
-	if err := installIntoScheme(c.APIGroups); err != nil {
-		return []error{err}
-	}
 	return c.ControlPlane.Validate()
 }
 
-func unwrapPathError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+// StartEtcd starts the embedded etcd member on the data dir
+// (datadir.DataDir.StartEtcd), or returns nil with an external etcd. The
+// member elects itself while the configuration is built (NewConfig waits
+// for it). Close it once the server has stopped, before the data dir.
+func (c CompletedOptions) StartEtcd(ctx context.Context) (*embeddedetcd.Server, error) {
+	if c.EmbeddedEtcd == nil {
+		return nil, nil
 	}
-	return err
+	return c.DataDir.StartEtcd(ctx, datadir.EtcdSettings{
+		QuotaBackendBytes: c.EmbeddedEtcd.QuotaBackendBytes,
+		LogLevel:          c.EmbeddedEtcd.LogLevel,
+	})
 }

@@ -47,11 +47,15 @@ func TestValidateRuntimeConfigOfAddedGroups(t *testing.T) {
 				t.Fatal(err)
 			}
 			o.ControlPlane.APIEnablement.RuntimeConfig = tc.runtimeConfig
-			c, err := o.Complete(t.Context())
+			d, err := o.PrepareDataDir()
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(c.Release)
+			t.Cleanup(d.Close)
+			c, err := o.Complete(t.Context(), d)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var got []string
 			for _, err := range c.Validate() {
 				got = append(got, err.Error())

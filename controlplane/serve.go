@@ -4,21 +4,24 @@ import (
 	"context"
 
 	"github.com/spf13/pflag"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/logging"
 )
 
-// What a program's main does with the library, in two calls: ParseFlags
-// and Serve. The binary adds subcommands with cobra; the examples use these
-// as they are.
+// The start-up sequence: what the binary, the examples and
+// controlplane/testing do with the library, each step in order. A program
+// that needs a step of its own between two of them (say, to fetch
+// credentials into the data dir before etcd starts) writes Serve out with
+// it; docs/embedding.md shows how.
 
 // ParseFlags parses args as the flags of o (every named set of AddFlags),
-// then applies what the flags configure process-wide, as the binary does:
-// feature gates and emulation versions, then logging. Call flush before the
-// program exits. Add API groups, controllers and admission plugins before.
-// With -h or --help it prints the flags and returns pflag.ErrHelp.
+// then applies what they configure for the whole process
+// (ApplyToProcess). Call flush before the program exits. Add API groups,
+// controllers and admission plugins before. With -h or --help it prints the
+// flags and returns pflag.ErrHelp.
 func (o *Options) ParseFlags(name string, args []string) (flush func(), err error) {
 	var fss cliflag.NamedFlagSets
 	o.AddFlags(&fss)
@@ -29,20 +32,71 @@ func (o *Options) ParseFlags(name string, args []string) (flush func(), err erro
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	return o.ApplyToProcess(true)
+}
+
+// ApplyToProcess applies, once the flags are parsed, what they configure
+// for the whole process rather than for one server, in the order it is
+// read: feature gates and emulation versions (--feature-gates,
+// --emulated-version), which everything after them reads; the metrics flags;
+// then, with logs, logging (-v, --logging-format, …), which returns a
+// function that flushes the logs before the program exits. A test process
+// that keeps its own logging passes false (controlplane/testing).
+func (o *Options) ApplyToProcess(logs bool) (flush func(), err error) {
 	if err := o.ControlPlane.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
 		return nil, err
+	}
+	if errs := o.ControlPlane.Metrics.Validate(); len(errs) > 0 {
+		return nil, utilerrors.NewAggregate(errs)
+	}
+	applyMetrics(o.ControlPlane.Metrics)
+	if !logs {
+		return func() {}, nil
 	}
 	return logging.ValidateAndApply(o.ControlPlane.Logs, utilfeature.DefaultFeatureGate)
 }
 
-// Serve completes the options, builds the server (NewServer) and runs it
-// until ctx is done; ready, if not nil, is called once the server serves.
+// Serve starts the control plane of o and runs it until ctx is done, then
+// stops it and gives everything back: each step of the library in order,
+//
+//	Validate → PrepareDataDir → Complete → Validate → StartEtcd →
+//	NewConfig → Complete → New → Run
+//
+// and on the way out, once Run has returned, etcd is closed and the data
+// dir unlocked. ready, if not nil, is called once the server serves (its
+// Ready). Apply the flags first (ApplyToProcess).
 func Serve(ctx context.Context, o *Options, ready func(*Server)) error {
-	completed, err := o.Complete(ctx)
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	dataDir, err := o.PrepareDataDir()
 	if err != nil {
 		return err
 	}
-	server, err := NewServer(ctx, completed)
+	defer dataDir.Close()
+	completed, err := o.Complete(ctx, dataDir)
+	if err != nil {
+		return err
+	}
+	if errs := completed.Validate(); len(errs) > 0 {
+		return utilerrors.NewAggregate(errs)
+	}
+	etcd, err := completed.StartEtcd(ctx)
+	if err != nil {
+		return err
+	}
+	if etcd != nil {
+		defer etcd.Close()
+	}
+	config, err := NewConfig(ctx, completed, etcd)
+	if err != nil {
+		return err
+	}
+	completedConfig, err := config.Complete()
+	if err != nil {
+		return err
+	}
+	server, err := completedConfig.New()
 	if err != nil {
 		return err
 	}
@@ -51,7 +105,7 @@ func Serve(ctx context.Context, o *Options, ready func(*Server)) error {
 			select {
 			case <-server.Ready():
 				ready(server)
-			case <-ctx.Done():
+			case <-server.Stopped():
 			}
 		}()
 	}

@@ -10,42 +10,112 @@ import (
 	"strconv"
 	"time"
 
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	aggregatorapiserver "k8s.io/kube-aggregator/pkg/apiserver"
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/pki"
 )
 
 // readyPollInterval is how often Run asks /readyz until the server is ready.
 const readyPollInterval = 20 * time.Millisecond
 
-// Server is a control plane that is configured but not necessarily running.
+// Server is a control plane whose server chain is built: Run serves it.
 type Server struct {
-	config *completedConfig
-	ready  chan struct{}
-	url    string
+	config   *completedConfig
+	chain    *aggregatorapiserver.APIAggregator
+	core     *coreStorage
+	prepared preparedAPIs
+	// controllers reports each enabled controller's health; nil when the
+	// control plane runs none.
+	controllers *manager.Health
+	url         string
+
+	ready   chan struct{}
+	stopped chan struct{}
+	err     error
 }
 
-// New wires a server from its configuration, with no side effects of its
-// own: the secure port is bound and the embedded etcd started already (by
-// NewConfig, as upstream's configuration needs a reachable etcd); the APIs
-// are installed and served only in Run.
+// preparedAPIs is the server chain prepared to run (upstream's type is
+// unexported).
+type preparedAPIs interface {
+	Run(ctx context.Context) error
+}
+
+// New builds the server chain (apiextensions → generic native APIs →
+// aggregator) with every post-start hook (the bootstraps) and health check
+// (one per controller), and prepares it to run (the OpenAPI documents are
+// built here), so that every wiring error comes back from New, before
+// anything serves. etcd must be ready: the storage talks to it. On error New
+// frees the secure port.
 func (c CompletedConfig) New() (*Server, error) {
-	ss := c.Options.ControlPlane.SecureServing
+	s, err := c.newServer()
+	if err != nil {
+		c.listener.release()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (c CompletedConfig) newServer() (*Server, error) {
+	opts := c.Options
+	chain, core, err := createServerChain(c.APIs, opts.APIGroups)
+	if err != nil {
+		return nil, err
+	}
+	// Readiness waits for each: e.g. the roles that let components use an
+	// added API exist before the server reports ready.
+	bootstraps := opts.Bootstraps
+	if opts.Controllers != nil {
+		if roles := bootstrap.ControllerRoles(opts.Controllers); len(roles.ClusterRoles) > 0 {
+			bootstraps = append([]bootstrap.Bootstrap{roles}, bootstraps...)
+		}
+	}
+	for _, b := range bootstraps {
+		if !b.Runs(c.APIs.ControlPlane.Generic.MergedResourceConfig) {
+			continue
+		}
+		if err := chain.GenericAPIServer.AddPostStartHook(b.Name, b.Hook()); err != nil {
+			return nil, err
+		}
+	}
+
+	// One liveness check per enabled controller: /livez/controller-<name>.
+	// Not readiness: the controllers start only once the server is ready.
+	var health *manager.Health
+	if opts.Controllers != nil {
+		health = manager.NewHealth(opts.Controllers)
+		if err := chain.GenericAPIServer.AddLivezChecks(0, health.Checks()...); err != nil {
+			return nil, fmt.Errorf("adding controller health checks: %w", err)
+		}
+	}
+	prepared, err := chain.PrepareRun()
+	if err != nil {
+		return nil, fmt.Errorf("preparing the API servers: %w", err)
+	}
+	// Upstream gives the HTTP server's shutdown --request-timeout (60 s).
+	chain.GenericAPIServer.ShutdownTimeout = httpShutdownTimeout
+
+	ss := opts.ControlPlane.SecureServing
 	host := "127.0.0.1"
 	if ss.BindAddress != nil && !ss.BindAddress.IsUnspecified() {
 		host = ss.BindAddress.String()
 	}
 	return &Server{
-		config: c.completedConfig,
-		ready:  make(chan struct{}),
-		url:    "https://" + net.JoinHostPort(host, strconv.Itoa(ss.BindPort)),
+		config:      c.completedConfig,
+		chain:       chain,
+		core:        core,
+		prepared:    prepared,
+		controllers: health,
+		url:         "https://" + net.JoinHostPort(host, strconv.Itoa(ss.BindPort)),
+		ready:       make(chan struct{}),
+		stopped:     make(chan struct{}),
 	}, nil
 }
 
@@ -53,14 +123,31 @@ func (c CompletedConfig) New() (*Server, error) {
 func (s *Server) URL() string { return s.url }
 
 // KubeconfigPath is the admin kubeconfig, written by Run before it serves.
-func (s *Server) KubeconfigPath() string { return s.config.Options.KubeconfigPath() }
+func (s *Server) KubeconfigPath() string { return s.config.Options.DataDir.KubeconfigPath() }
 
 // DataDir is the resolved data directory.
-func (s *Server) DataDir() string { return s.config.Options.DataDir }
+func (s *Server) DataDir() string { return s.config.Options.DataDir.Path }
+
+// PKI are the control plane's credentials, e.g. its CA to issue client
+// certificates with.
+func (s *Server) PKI() *pki.PKI { return s.config.Options.DataDir.PKI }
 
 // Ready is closed once /readyz succeeds: every API is installed and every
 // post-start hook has finished.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Stopped is closed once Run has returned.
+func (s *Server) Stopped() <-chan struct{} { return s.stopped }
+
+// Err is what Run returned, once Stopped is closed.
+func (s *Server) Err() error {
+	select {
+	case <-s.stopped:
+		return s.err
+	default:
+		return nil
+	}
+}
 
 // AdminRESTConfig returns a client configuration that authenticates as the
 // admin (system:masters) and verifies the server against the CA. It is
@@ -69,14 +156,21 @@ func (s *Server) AdminRESTConfig() (*rest.Config, error) {
 	return clientcmd.BuildConfigFromFlags("", s.KubeconfigPath())
 }
 
-// Run writes the admin kubeconfig, serves the APIs and blocks until ctx is
-// done. On the way out the controllers stop, then the API server drains
-// in-flight requests, then the embedded etcd closes, then the data dir is
-// unlocked, so the next start finds a clean member. Each wait is bounded
-// (see stop.go): Run returns in time whatever etcd's state.
+// Run writes the admin kubeconfig, creates kube-system, serves the APIs,
+// runs the controllers once the server is ready and the scheduled
+// snapshots, and blocks until ctx is done. On the way out the snapshots and
+// the controllers stop, then the API server drains in-flight requests and
+// the secure port is freed. Each wait is bounded (see stop.go): Run returns
+// in time whatever etcd's state. It stops early, with an error, when the
+// embedded etcd fails. Call it once; close etcd and the data dir after it.
 func (s *Server) Run(ctx context.Context) error {
-	opts := s.config.Options
-	defer opts.Release()
+	defer close(s.stopped)
+	s.err = s.run(ctx)
+	return s.err
+}
+
+func (s *Server) run(ctx context.Context) error {
+	defer s.config.listener.release()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
@@ -92,47 +186,13 @@ func (s *Server) Run(ctx context.Context) error {
 		}()
 	}
 
-	if err := bootstrap.EnsureAdminKubeconfig(s.KubeconfigPath(), s.url, opts.PKI); err != nil {
+	if err := pki.EnsureAdminKubeconfig(s.KubeconfigPath(), s.url, s.PKI()); err != nil {
 		return fmt.Errorf("writing admin kubeconfig: %w", err)
 	}
-
-	chain, err := createServerChain(ctx, s.config.APIs, opts.APIGroups)
-	if err != nil {
+	if err := s.core.ensureSystemNamespace(ctx); err != nil {
 		return err
 	}
-	// Readiness waits for each: e.g. the roles that let components use an
-	// added API exist before the server reports ready.
-	bootstraps := opts.Bootstraps
-	if opts.Controllers != nil {
-		if roles := controllerRoles(opts.Controllers); len(roles.ClusterRoles) > 0 {
-			bootstraps = append([]Bootstrap{roles}, bootstraps...)
-		}
-	}
-	for _, b := range bootstraps {
-		if !b.runs(s.config.APIs.ControlPlane.Generic.MergedResourceConfig) {
-			continue
-		}
-		if err := chain.GenericAPIServer.AddPostStartHook(b.Name, b.hook()); err != nil {
-			return err
-		}
-	}
-
-	// One liveness check per enabled controller: /livez/controller-<name>.
-	// Not readiness: the controllers start only once the server is ready.
-	var health *manager.Health
-	if opts.Controllers != nil {
-		health = manager.NewHealth(opts.Controllers)
-		if err := chain.GenericAPIServer.AddLivezChecks(0, health.Checks()...); err != nil {
-			return fmt.Errorf("adding controller health checks: %w", err)
-		}
-	}
-	prepared, err := chain.PrepareRun()
-	if err != nil {
-		return fmt.Errorf("preparing the API servers: %w", err)
-	}
-	// Upstream gives the HTTP server's shutdown --request-timeout (60 s).
-	chain.GenericAPIServer.ShutdownTimeout = httpShutdownTimeout
-	go s.signalReady(ctx, health)
+	go s.signalReady(ctx)
 
 	// Scheduled snapshots stop as soon as a stop begins (one in progress
 	// is abandoned, leaving no file behind), and end before etcd closes.
@@ -142,7 +202,7 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() {
 		defer close(snapshotsDone)
 		if s.config.snapshots != nil {
-			s.config.snapshots.run(snapshotsCtx)
+			s.config.snapshots.Run(snapshotsCtx)
 		}
 	}()
 
@@ -151,10 +211,10 @@ func (s *Server) Run(ctx context.Context) error {
 	controllersDone := make(chan struct{})
 	go func() {
 		defer close(controllersDone)
-		s.runControllers(ctx, health)
+		s.runControllers(ctx)
 	}()
 	apiDone := make(chan error, 1)
-	go func() { apiDone <- prepared.Run(apiCtx) }()
+	go func() { apiDone <- s.prepared.Run(apiCtx) }()
 
 	var runErr error
 	select {
@@ -167,7 +227,7 @@ func (s *Server) Run(ctx context.Context) error {
 		<-controllersDone
 		logger.V(1).Info("Controllers stopped; stopping the API servers")
 		stopAPI()
-		runErr = awaitAPIStopped(logger, apiDone, chain.GenericAPIServer)
+		runErr = awaitAPIStopped(logger, apiDone, s.chain.GenericAPIServer)
 	}
 	stopSnapshots()
 	<-snapshotsDone
@@ -182,7 +242,7 @@ func (s *Server) Run(ctx context.Context) error {
 // and runs them until ctx is done. The manager acts as
 // system:kube-controller-manager; each controller then acts as its own
 // service account.
-func (s *Server) runControllers(ctx context.Context, health *manager.Health) {
+func (s *Server) runControllers(ctx context.Context) {
 	if s.config.Options.Controllers == nil {
 		return
 	}
@@ -198,7 +258,7 @@ func (s *Server) runControllers(ctx context.Context, health *manager.Health) {
 	config := rest.CopyConfig(s.config.APIs.ControlPlane.Generic.LoopbackClientConfig)
 	config.Impersonate = rest.ImpersonationConfig{UserName: user.KubeControllerManager}
 	config.UserAgent = "sample-generic-controlplane/controllers"
-	if err := manager.Run(ctx, s.config.Options.Controllers, config, health); err != nil {
+	if err := manager.Run(ctx, s.config.Options.Controllers, config, s.controllers); err != nil {
 		logger.Error(err, "Controllers ended with an error")
 	}
 }
@@ -206,7 +266,7 @@ func (s *Server) runControllers(ctx context.Context, health *manager.Health) {
 // signalReady closes s.ready once /readyz answers 200 over the loopback
 // connection, then, once the controllers (if any) have synced, returns the
 // start-up garbage to the OS.
-func (s *Server) signalReady(ctx context.Context, controllers *manager.Health) {
+func (s *Server) signalReady(ctx context.Context) {
 	client, err := kubernetes.NewForConfig(s.config.APIs.ControlPlane.Generic.LoopbackClientConfig)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot watch readiness")
@@ -225,40 +285,12 @@ func (s *Server) signalReady(ctx context.Context, controllers *manager.Health) {
 	// the controllers list everything into their informers: tens of
 	// megabytes of garbage, which the runtime would hand back to the OS only
 	// slowly. Do it once, when the burst is over.
-	if controllers != nil {
+	if s.controllers != nil {
 		select {
-		case <-controllers.Synced():
+		case <-s.controllers.Synced():
 		case <-ctx.Done():
 			return
 		}
 	}
 	debug.FreeOSMemory()
-}
-
-// NewServer validates completed options and builds a server from them:
-// NewConfig, Complete and New in one call, as the binary and the test
-// server use them. On error it releases the options (the data dir lock and
-// the embedded etcd); on success Server.Run does.
-func NewServer(ctx context.Context, opts CompletedOptions) (*Server, error) {
-	server, err := newServer(ctx, opts)
-	if err != nil {
-		opts.Release()
-		return nil, err
-	}
-	return server, nil
-}
-
-func newServer(ctx context.Context, opts CompletedOptions) (*Server, error) {
-	if errs := opts.Validate(); len(errs) != 0 {
-		return nil, utilerrors.NewAggregate(errs)
-	}
-	config, err := NewConfig(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	completed, err := config.Complete()
-	if err != nil {
-		return nil, err
-	}
-	return completed.New()
 }

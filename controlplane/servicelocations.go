@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"fmt"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"net/url"
 	"time"
 
@@ -32,6 +33,12 @@ import (
 
 // serviceLocationsResource is what the service resolver reads.
 var serviceLocationsResource = v1alpha1.SchemeGroupVersion.WithResource("servicelocations")
+
+// The built-in group joins the scheme as upstream's built-in groups do, at
+// init; added groups join it when they are added (AddAPIGroup).
+func init() {
+	utilruntime.Must(installIntoScheme(serviceLocationsGroup()))
+}
 
 // serviceLocationsGroup is controlplane.x-k8s.io, the generic control
 // plane's own group: ServiceLocations, where the servers that service

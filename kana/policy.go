@@ -13,7 +13,7 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking"
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
 )
 
 const (
@@ -29,9 +29,9 @@ const (
 // start while the API is served: reading claims joins the view role (and so
 // edit and admin, which aggregate it), writing them joins edit and admin.
 // The allocation controller's role comes with its descriptor.
-func policy() controlplane.Bootstrap {
+func policy() bootstrap.Bootstrap {
 	group := networking.GroupName
-	return controlplane.Bootstrap{
+	return bootstrap.Bootstrap{
 		Name: policyHook,
 		ClusterRoles: []*rbacv1ac.ClusterRoleApplyConfiguration{
 			rbacv1ac.ClusterRole("system:aggregate-to-view:networkclaims").
@@ -76,7 +76,7 @@ func deleteIfOurs(getErr error, obj metav1.Object, del func(metav1.DeleteOptions
 	if getErr != nil {
 		return getErr
 	}
-	if !slices.ContainsFunc(obj.GetManagedFields(), func(f metav1.ManagedFieldsEntry) bool { return f.Manager == controlplane.FieldManager }) {
+	if !slices.ContainsFunc(obj.GetManagedFields(), func(f metav1.ManagedFieldsEntry) bool { return f.Manager == bootstrap.FieldManager }) {
 		return nil
 	}
 	uid := obj.GetUID()

@@ -72,9 +72,8 @@ type TestServer struct {
 	// Server is the control plane itself.
 	Server *controlplane.Server
 
-	completed controlplane.CompletedOptions
-	cancel    context.CancelFunc
-	done      chan error
+	cancel context.CancelFunc
+	done   chan error
 	// startTimeout bounds InstallCRDs too.
 	startTimeout time.Duration
 	stopOnce     sync.Once
@@ -142,38 +141,40 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 		return nil, fmt.Errorf("flags %q: %w", opts.Flags, err)
 	}
 	// --feature-gates sets process-wide gates, as in the binary; Stop gives
-	// the next server (and test) the previous values back.
+	// the next server (and test) the previous values back. Logging is the
+	// test process's own.
 	restoreGates := snapshotFeatureGates()
-	if err := o.ControlPlane.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
+	if _, err := o.ApplyToProcess(false); err != nil {
 		return nil, utilerrors.NewAggregate([]error{fmt.Errorf("flags %q: %w", opts.Flags, err), restoreGates()})
 	}
 	o.DataDir = opts.DataDir
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("listening on a free loopback port: %w", err)
+		return nil, utilerrors.NewAggregate([]error{fmt.Errorf("listening on a free loopback port: %w", err), restoreGates()})
 	}
 	o.ControlPlane.SecureServing.Listener = listener
 	o.ControlPlane.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
 
 	runCtx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), klog.Background()))
 	s := &TestServer{DataDir: opts.DataDir, cancel: cancel, done: make(chan error, 1), startTimeout: opts.StartTimeout, restoreGates: restoreGates}
-	if err := s.start(runCtx, o); err != nil {
-		cancel()
-		listener.Close() //nolint:errcheck // may be closed already
-		return nil, utilerrors.NewAggregate([]error{err, restoreGates()})
-	}
-
+	// The binary's start-up sequence, in the background until Stop.
+	ready := make(chan *controlplane.Server, 1)
+	go func() {
+		s.done <- controlplane.Serve(runCtx, o, func(server *controlplane.Server) { ready <- server })
+	}()
 	timer := time.NewTimer(opts.StartTimeout)
 	defer timer.Stop()
 	select {
-	case <-s.Server.Ready():
+	case s.Server = <-ready:
 	case err := <-s.done:
 		cancel()
+		listener.Close() //nolint:errcheck // closed already unless the start failed before binding
 		return nil, utilerrors.NewAggregate([]error{fmt.Errorf("control plane stopped before it was ready: %w", err), restoreGates()})
 	case <-timer.C:
 		stopErr := s.Stop()
 		return nil, fmt.Errorf("control plane not ready after %s (stop: %v)", opts.StartTimeout, stopErr)
 	}
+	s.KubeconfigPath = s.Server.KubeconfigPath()
 	cfg, err := s.Server.AdminRESTConfig()
 	if err != nil {
 		return nil, utilerrors.NewAggregate([]error{err, s.Stop()})
@@ -184,20 +185,6 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 		return nil, utilerrors.NewAggregate([]error{fmt.Errorf("Options.CRDPaths: %w", err), s.Stop()})
 	}
 	return s, nil
-}
-
-func (s *TestServer) start(ctx context.Context, o *controlplane.Options) error {
-	completed, err := o.Complete(ctx)
-	if err != nil {
-		return err
-	}
-	s.completed = completed
-	if s.Server, err = controlplane.NewServer(ctx, completed); err != nil {
-		return err
-	}
-	s.KubeconfigPath = s.Server.KubeconfigPath()
-	go func() { s.done <- s.Server.Run(ctx) }()
-	return nil
 }
 
 // Stop stops the control plane and waits until its etcd is closed and its
@@ -239,7 +226,7 @@ func snapshotFeatureGates() func() error {
 // poll for the first allowed request). Each call issues a new certificate;
 // it is safe to call from parallel tests.
 func (s *TestServer) ClientConfigFor(user string, groups ...string) (*rest.Config, error) {
-	certPEM, keyPEM, err := s.completed.PKI.CA.IssueClientCertificate(user, groups)
+	certPEM, keyPEM, err := s.Server.PKI().CA.IssueClientCertificate(user, groups)
 	if err != nil {
 		return nil, err
 	}

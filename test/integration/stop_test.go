@@ -93,11 +93,11 @@ func TestStopIsBoundedWhenEtcdHangs(t *testing.T) {
 	o := controlplane.NewOptions()
 	o.DataDir = s.DataDir
 	o.ControlPlane.Etcd.StorageConfig.Transport.ServerList = []string{"unix://" + proxy.Socket}
-	completed, err := o.Complete(t.Context())
+	dataDir, err := o.PrepareDataDir()
 	if err != nil {
 		t.Fatalf("the data dir is still taken: %v", err)
 	}
-	completed.Release()
+	dataDir.Close()
 }
 
 // waitControllersRun waits until the leader's controllers have all started:

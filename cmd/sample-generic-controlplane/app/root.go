@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/rest"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/cli/globalflag"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/component-base/version/verflag"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/logging"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
@@ -43,19 +41,13 @@ an admin kubeconfig that it prints when ready.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
-			// Feature gates and emulation versions take their flag values
-			// now, before anything (logging first) reads them.
-			if err := opts.ControlPlane.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
-				return err
-			}
+		PersistentPreRun: func(*cobra.Command, []string) {
 			// Loopback clients must not log the warnings they cause themselves.
 			rest.SetDefaultWarningHandler(rest.NoWarnings{})
-			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			verflag.PrintAndExitIfRequested()
-			flushLogs, err := logging.ValidateAndApply(opts.ControlPlane.Logs, utilfeature.DefaultFeatureGate)
+			flushLogs, err := opts.ApplyToProcess(true)
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/datadir"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
 
@@ -66,7 +67,7 @@ type snapshotSaveOptions struct {
 func (o *snapshotSaveOptions) source() (embeddedetcd.SnapshotSource, error) {
 	switch len(o.etcdServers) {
 	case 0:
-		endpoint, err := controlplane.EmbeddedEtcdEndpoint(o.dataDir)
+		endpoint, err := datadir.EmbeddedEtcdEndpoint(o.dataDir)
 		return embeddedetcd.SnapshotSource{Endpoint: endpoint}, err
 	case 1:
 		return embeddedetcd.SnapshotSource{Endpoint: o.etcdServers[0], CAFile: o.caFile, CertFile: o.certFile, KeyFile: o.keyFile}, nil
@@ -137,12 +138,12 @@ snapshots and any saved there by hand. Each is read in full to verify its sha256
 file's modification time for others. It works whether or not the control plane runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			snapshots, err := controlplane.ListSnapshots(dataDir)
+			snapshots, err := datadir.ListSnapshots(dataDir)
 			if err != nil {
 				return err
 			}
 			if len(snapshots) == 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "No snapshots in %s\n", controlplane.SnapshotsDir(dataDir))
+				fmt.Fprintf(cmd.ErrOrStderr(), "No snapshots in %s\n", datadir.SnapshotsDir(dataDir))
 				return nil
 			}
 			return printSnapshots(cmd.OutOrStdout(), snapshots)
@@ -154,7 +155,7 @@ file's modification time for others. It works whether or not the control plane r
 	return cmd
 }
 
-func printSnapshots(out io.Writer, snapshots []controlplane.Snapshot) error {
+func printSnapshots(out io.Writer, snapshots []datadir.Snapshot) error {
 	w := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
 	fmt.Fprintln(w, "NAME\tTIME\tREVISION\tKEYS\tSIZE\tVERIFIED")
 	for _, s := range snapshots {
@@ -186,7 +187,7 @@ no client ever sees a resourceVersion go back. A control plane that uses --etcd-
 its objects in that cluster: restore it with etcdutl snapshot restore.`,
 		Args: exactArgs("FILE", "e.g. sample-generic-controlplane snapshot restore /backup/cp.db"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			result, err := controlplane.RestoreSnapshot(dataDir, args[0])
+			result, err := datadir.RestoreSnapshot(dataDir, args[0])
 			if err != nil {
 				return err
 			}
@@ -200,7 +201,7 @@ its objects in that cluster: restore it with etcdutl snapshot restore.`,
 	return cmd
 }
 
-func printRestored(out io.Writer, file string, r *controlplane.RestoreResult) {
+func printRestored(out io.Writer, file string, r *datadir.RestoreResult) {
 	fmt.Fprintf(out, "Restored snapshot %s (revision %d, %d keys) into %s\n", file, r.Snapshot.Revision, r.Snapshot.Keys, r.EtcdDir)
 	if r.ReplacedDir != "" {
 		fmt.Fprintf(out, "The etcd data it replaced is in %s until the control plane has started on the restored data.\n", r.ReplacedDir)

@@ -1,4 +1,4 @@
-package bootstrap
+package pki
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 // --tls-san=cp.example.com,192.0.2.10.
 var testHosts = []string{"localhost", "127.0.0.1", "::1", "cp.example.com", "192.0.2.10"}
 
-// pkiFiles are every file EnsurePKI writes, with the mode it must have.
+// pkiFiles are every file Ensure writes, with the mode it must have.
 var pkiFiles = map[string]os.FileMode{
 	"ca.crt":                 0o644,
 	"ca.key":                 0o600,
@@ -41,9 +41,9 @@ var pkiFiles = map[string]os.FileMode{
 
 func ensurePKI(t *testing.T, dir string, hosts []string) *PKI {
 	t.Helper()
-	p, err := EnsurePKI(dir, hosts)
+	p, err := Ensure(dir, hosts)
 	if err != nil {
-		t.Fatalf("EnsurePKI(%s, %q): %v", dir, hosts, err)
+		t.Fatalf("Ensure(%s, %q): %v", dir, hosts, err)
 	}
 	return p
 }
@@ -176,7 +176,7 @@ func TestEnsurePKICreatesEveryFile(t *testing.T) {
 			t.Errorf("%s = %s, want a file in %s", field, path, dir)
 		}
 		if _, ok := pkiFiles[filepath.Base(path)]; !ok {
-			t.Errorf("%s = %s, which EnsurePKI does not write", field, path)
+			t.Errorf("%s = %s, which Ensure does not write", field, path)
 		}
 	}
 	checkKeyPair(t, p.ServingCertFile, p.ServingKeyFile)
@@ -309,7 +309,7 @@ func TestEnsurePKIAgainChangesNothing(t *testing.T) {
 	for _, hosts := range [][]string{testHosts, {"192.0.2.10", "cp.example.com", "::1", "127.0.0.1", "localhost"}, {"localhost"}} {
 		ensurePKI(t, dir, hosts)
 		if changed := changedFiles(before, snapshot(t, dir)); len(changed) != 0 {
-			t.Errorf("EnsurePKI(%q) on an existing PKI changed %q", hosts, changed)
+			t.Errorf("Ensure(%q) on an existing PKI changed %q", hosts, changed)
 		}
 	}
 }
@@ -491,15 +491,15 @@ func TestEnsurePKIRefusesCorruptFiles(t *testing.T) {
 			}
 			before := snapshot(t, dir)
 
-			p, err := EnsurePKI(dir, testHosts)
+			p, err := Ensure(dir, testHosts)
 			if err == nil {
-				t.Fatalf("EnsurePKI with a corrupt %s succeeded (PKI %+v)", tc.file, p)
+				t.Fatalf("Ensure with a corrupt %s succeeded (PKI %+v)", tc.file, p)
 			}
 			if !strings.Contains(err.Error(), path) {
 				t.Errorf("error does not name %s: %v", path, err)
 			}
 			if changed := changedFiles(before, snapshot(t, dir)); len(changed) != 0 {
-				t.Errorf("a failed EnsurePKI changed %q", changed)
+				t.Errorf("a failed Ensure changed %q", changed)
 			}
 		})
 	}

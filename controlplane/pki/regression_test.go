@@ -1,4 +1,4 @@
-package bootstrap
+package pki
 
 import (
 	"bytes"
@@ -23,9 +23,9 @@ func TestEnsurePKIRefusesHalfACA(t *testing.T) {
 				if err := os.Remove(path); err != nil {
 					t.Fatal(err)
 				}
-				_, err := EnsurePKI(dir, testHosts)
+				_, err := Ensure(dir, testHosts)
 				if err == nil || !strings.Contains(err.Error(), path) {
-					t.Fatalf("EnsurePKI with %s missing: want an error naming it, got %v", path, err)
+					t.Fatalf("Ensure with %s missing: want an error naming it, got %v", path, err)
 				}
 				after := snapshot(t, dir)
 				delete(before, ca+missing)
@@ -89,9 +89,9 @@ func TestEnsurePKIRefusesCAWithForeignKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, dir)
-	_, err := EnsurePKI(dir, testHosts)
+	_, err := Ensure(dir, testHosts)
 	if err == nil || !strings.Contains(err.Error(), "does not belong to the key") || !strings.Contains(err.Error(), caKey) {
-		t.Fatalf("EnsurePKI with a foreign CA key: %v; want an error naming %s", err, caKey)
+		t.Fatalf("Ensure with a foreign CA key: %v; want an error naming %s", err, caKey)
 	}
 	if changed := changedFiles(before, snapshot(t, dir)); len(changed) > 0 {
 		t.Fatalf("files changed: %v", changed)
@@ -125,10 +125,10 @@ func TestEnsurePKINamesEveryBrokenAuthority(t *testing.T) {
 		}
 		missing = append(missing, path)
 	}
-	_, err := EnsurePKI(dir, testHosts)
+	_, err := Ensure(dir, testHosts)
 	for _, path := range missing {
 		if err == nil || !strings.Contains(err.Error(), path) {
-			t.Errorf("EnsurePKI with %v missing: want an error naming %s, got %v", missing, path, err)
+			t.Errorf("Ensure with %v missing: want an error naming %s, got %v", missing, path, err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package controlplane
+package bootstrap
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/component-helpers/auth/rbac/reconciliation"
-	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
 	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac/bootstrappolicy"
 )
 
@@ -25,26 +24,23 @@ const (
 	rbacBootstrapWorkers = 8
 )
 
-// rbacStorage is upstream's RBAC storage with a faster bootstrap hook.
+// RBACPolicyHook is the post-start hook that reconciles upstream's
+// bootstrap policy (bootstrappolicy's roles and bindings), in place of
+// upstream's rbac/bootstrap-roles hook.
 //
 // Upstream's hook (rbacrest.PolicyData.EnsureRBACPolicy) retries with
 // wait.Poll(1*time.Second, ...), which sleeps a whole second before its first
 // attempt; as /readyz waits for the hook, every start of every control plane
-// would pay that second. This hook reconciles the same policy (upstream's
-// bootstrappolicy) with the same library (component-helpers' reconciliation),
-// but tries at once, reads what exists with a few lists instead of a GET per
-// object, and reconciles objects concurrently.
+// would pay that second. This one reconciles the same policy with the same
+// library (component-helpers' reconciliation), but tries at once, reads what
+// exists with a few lists instead of a GET per object, and reconciles
+// objects concurrently.
 //
 // Upstream also migrates roles and bindings written by Kubernetes 1.8 and
 // older (ClusterRolesToAggregate, ClusterRoleBindingsToSplit); no data of
 // this control plane predates those versions, so that step is left out.
-type rbacStorage struct {
-	rbacrest.RESTStorageProvider
-}
-
-// PostStartHook replaces upstream's rbac/bootstrap-roles hook under the same name.
-func (rbacStorage) PostStartHook() (string, genericapiserver.PostStartHookFunc, error) {
-	return rbacrest.PostStartHookName, bootstrapHook("bootstrap RBAC policy", reconcileBootstrapPolicy), nil
+func RBACPolicyHook() genericapiserver.PostStartHookFunc {
+	return Hook("bootstrap RBAC policy", reconcileBootstrapPolicy)
 }
 
 // reconcileBootstrapPolicy creates or updates every bootstrap role and

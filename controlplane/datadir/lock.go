@@ -1,4 +1,4 @@
-package controlplane
+package datadir
 
 import (
 	"errors"
@@ -10,17 +10,17 @@ import (
 	"syscall"
 )
 
-// dataDirLock is an exclusive advisory lock on a data dir, held for the life
+// lock is an exclusive advisory lock on a data dir, held for the life
 // of the control plane. The kernel releases it when the process dies, so a
 // crashed instance never leaves a stale lock behind.
-type dataDirLock struct {
+type lock struct {
 	file *os.File
 }
 
 // lockDataDir takes the lock on dir or fails at once, naming the process that
 // holds it. Without it a second instance would block inside etcd's database
 // open forever instead of saying why.
-func lockDataDir(dir string) (*dataDirLock, error) {
+func lockDataDir(dir string) (*lock, error) {
 	path := filepath.Join(dir, "lock")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -41,7 +41,7 @@ func lockDataDir(dir string) (*dataDirLock, error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return &dataDirLock{file: f}, nil
+	return &lock{file: f}, nil
 }
 
 // dataDirInUseError is a data dir locked by a running control plane.
@@ -55,7 +55,7 @@ func (e *dataDirInUseError) Error() string {
 }
 
 // release drops the lock; the file stays so the next start reuses it.
-func (l *dataDirLock) release() {
+func (l *lock) release() {
 	if l == nil || l.file == nil {
 		return
 	}

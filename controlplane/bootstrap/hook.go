@@ -1,4 +1,4 @@
-package controlplane
+package bootstrap
 
 import (
 	"context"
@@ -16,11 +16,11 @@ const (
 	bootstrapTimeout = 30 * time.Second
 )
 
-// bootstrapHook is a post-start hook that writes objects the server needs
+// Hook is a post-start hook that writes objects the server needs
 // through its loopback client: it tries at once and every 100 ms for up to
 // 30 s (the API may still be settling), and fails the hook (and so
 // readiness) if it never succeeds.
-func bootstrapHook(what string, write func(context.Context, kubernetes.Interface) error) genericapiserver.PostStartHookFunc {
+func Hook(what string, write func(context.Context, kubernetes.Interface) error) genericapiserver.PostStartHookFunc {
 	return func(hookCtx genericapiserver.PostStartHookContext) error {
 		client, err := kubernetes.NewForConfig(hookCtx.LoopbackClientConfig)
 		if err != nil {

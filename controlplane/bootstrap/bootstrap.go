@@ -1,4 +1,10 @@
-package controlplane
+// Package bootstrap writes what a control plane needs at every start, after
+// its APIs are installed and before it reports ready: upstream's bootstrap
+// RBAC policy (RBACPolicyHook), the roles of the controllers that declare
+// theirs (ControllerRoles), and what a program adds (Bootstrap, through
+// controlplane.Options.AddBootstrap). Each runs as a post-start hook that
+// /readyz waits for (Hook).
+package bootstrap
 
 import (
 	"context"
@@ -7,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -26,8 +33,29 @@ const (
 	controllerRolePrefix = "system:controller:"
 )
 
-// runs reports whether every resource the bootstrap needs is served.
-func (b Bootstrap) runs(resources serverstorage.APIResourceConfigSource) bool {
+// Bootstrap writes objects the control plane needs at every start, after
+// the APIs are installed and before it reports ready: /readyz waits for it
+// (as poststarthook/<Name>). A failed write is retried every 100 ms for up
+// to 30 s; if it never succeeds, the server never becomes ready.
+type Bootstrap struct {
+	// Name names the post-start hook, e.g. "example.com/bootstrap-policy".
+	Name string
+	// ClusterRoles and ClusterRoleBindings are applied with server-side
+	// apply, forced: what someone changed in the fields they set is put
+	// back at the next start. One whose fields hold what it sets already
+	// is only read (so a restart does not wait for admission to be ready).
+	ClusterRoles        []*rbacv1ac.ClusterRoleApplyConfiguration
+	ClusterRoleBindings []*rbacv1ac.ClusterRoleBindingApplyConfiguration
+	// Apply, if set, writes anything else, after the roles and bindings;
+	// it must be idempotent.
+	Apply func(ctx context.Context, client kubernetes.Interface) error
+	// RequiredResources must all be served for the bootstrap to run: e.g.
+	// the roles of an API a feature gate turns off would grant nothing.
+	RequiredResources []schema.GroupVersionResource
+}
+
+// Runs reports whether every resource the bootstrap needs is served.
+func (b Bootstrap) Runs(resources serverstorage.APIResourceConfigSource) bool {
 	for _, r := range b.RequiredResources {
 		if !resources.ResourceEnabled(r) {
 			return false
@@ -36,9 +64,9 @@ func (b Bootstrap) runs(resources serverstorage.APIResourceConfigSource) bool {
 	return true
 }
 
-// hook is the bootstrap as a post-start hook.
-func (b Bootstrap) hook() genericapiserver.PostStartHookFunc {
-	return bootstrapHook(b.Name, b.write)
+// Hook is the bootstrap as a post-start hook.
+func (b Bootstrap) Hook() genericapiserver.PostStartHookFunc {
+	return Hook(b.Name, b.write)
 }
 
 // write applies the roles and bindings, all at once, then calls Apply. Each
@@ -84,12 +112,12 @@ func applyIfChanged[Obj runtime.Object, AC any](ctx context.Context, desired AC,
 	return err
 }
 
-// controllerRoles is the bootstrap of the roles that controllers declare
+// ControllerRoles is the bootstrap of the roles that controllers declare
 // (Descriptor.Rules): for each one that can run (its feature gates on), the
 // ClusterRole system:controller:<service account> with its rules, bound to
 // its service account in kube-system. Upstream's controllers have theirs in
 // upstream's bootstrap policy.
-func controllerRoles(o *manager.Options) Bootstrap {
+func ControllerRoles(o *manager.Options) Bootstrap {
 	b := Bootstrap{Name: controllerRolesHook}
 	for _, d := range o.Descriptors() {
 		if len(d.Rules) == 0 || manager.GatedOff(d) {

@@ -1,8 +1,8 @@
-// Package bootstrap creates, on a control plane's first start, the credentials
+// Package pki creates, on a control plane's first start, the credentials
 // it needs (certificate authorities, serving and client certificates, the
 // service-account signing key, the admin kubeconfig) and reuses them on every
 // later start.
-package bootstrap
+package pki
 
 import (
 	"crypto"

@@ -1,4 +1,4 @@
-package bootstrap
+package pki
 
 import (
 	"bytes"
@@ -41,11 +41,11 @@ type PKI struct {
 	ServiceAccountKeyFile, ServiceAccountPublicKeyFile string
 }
 
-// EnsurePKI loads the credentials under dir, creating what is missing. The
+// Ensure loads the credentials under dir, creating what is missing. The
 // serving certificate is reissued when it lacks one of servingHosts (DNS
 // names or IPs) or is close to expiry; authorities and the service-account
 // key are never replaced, so tokens and kubeconfigs stay valid across restarts.
-func EnsurePKI(dir string, servingHosts []string) (*PKI, error) {
+func Ensure(dir string, servingHosts []string) (*PKI, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}

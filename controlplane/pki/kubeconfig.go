@@ -1,4 +1,4 @@
-package bootstrap
+package pki
 
 import (
 	"crypto/x509"

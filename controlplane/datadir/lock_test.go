@@ -1,4 +1,4 @@
-package controlplane
+package datadir
 
 import (
 	"os"
@@ -48,7 +48,7 @@ func TestLockDataDir(t *testing.T) {
 		t.Fatalf("locking again after release: %v", err)
 	}
 	again.release()
-	(*dataDirLock)(nil).release()
+	(*lock)(nil).release()
 }
 
 func TestLockDataDirHeldElsewhereWithoutPid(t *testing.T) {

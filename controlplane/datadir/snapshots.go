@@ -1,4 +1,4 @@
-package controlplane
+package datadir
 
 import (
 	"cmp"
@@ -38,6 +38,22 @@ const (
 	fileTimeFormat = "20060102T150405Z"
 )
 
+// NewSnapshotter returns what takes the scheduled snapshots of the member
+// serving at endpoint into the snapshots directory of dataDir: at each time
+// of schedule (cron syntax), keeping the newest retention of them.
+func NewSnapshotter(dataDir, endpoint, schedule string, retention int) (*Snapshotter, error) {
+	parsed, err := ParseSnapshotSchedule(schedule)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshotter{
+		source:    embeddedetcd.SnapshotSource{Endpoint: endpoint},
+		dir:       SnapshotsDir(dataDir),
+		schedule:  parsed,
+		retention: retention,
+	}, nil
+}
+
 // scheduledName matches the names of scheduled snapshots, and nothing
 // else: retention deletes only files whose name it matches.
 var scheduledName = regexp.MustCompile(`^scheduled-(\d{8}T\d{6}Z)-(\d+)\.db$`)
@@ -71,8 +87,8 @@ func parseScheduledSnapshotName(name string) (taken time.Time, rev int64, ok boo
 	return taken, rev, true
 }
 
-// parseSnapshotSchedule parses --embedded-etcd-snapshot-schedule.
-func parseSnapshotSchedule(spec string) (cron.Schedule, error) {
+// ParseSnapshotSchedule parses --embedded-etcd-snapshot-schedule.
+func ParseSnapshotSchedule(spec string) (cron.Schedule, error) {
 	schedule, err := cron.ParseStandard(spec)
 	if err != nil {
 		return nil, fmt.Errorf("--embedded-etcd-snapshot-schedule %q: %v; write a cron schedule such as %q (every 12 hours) or \"@every 6h\", or \"\" to take no scheduled snapshots", spec, err, DefaultSnapshotSchedule)
@@ -80,19 +96,19 @@ func parseSnapshotSchedule(spec string) (cron.Schedule, error) {
 	return schedule, nil
 }
 
-// snapshotter takes snapshots of the embedded etcd member on a schedule
-// and keeps the newest of them.
-type snapshotter struct {
+// Snapshotter takes snapshots of the embedded etcd member on a schedule
+// into the data dir's snapshots directory, and keeps the newest of them.
+type Snapshotter struct {
 	source    embeddedetcd.SnapshotSource
 	dir       string
 	schedule  cron.Schedule
 	retention int
 }
 
-// run takes a snapshot at each time of the schedule until ctx is done. A
+// Run takes a snapshot at each time of the schedule until ctx is done. A
 // snapshot that fails is logged, and the next one is taken on schedule: a
 // full disk must not stop the control plane.
-func (s *snapshotter) run(ctx context.Context) {
+func (s *Snapshotter) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	for {
 		now := time.Now()
@@ -114,7 +130,7 @@ func (s *snapshotter) run(ctx context.Context) {
 
 // snapshot takes one scheduled snapshot, then deletes the oldest ones
 // beyond the retention.
-func (s *snapshotter) snapshot(ctx context.Context) error {
+func (s *Snapshotter) snapshot(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	// Snapshots hold every Secret: the directory is its owner's only.
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
@@ -233,7 +249,7 @@ func EmbeddedEtcdEndpoint(dataDir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("--data-dir %q: %w", dataDir, err)
 	}
-	socket := filepath.Join(dataDir, "run", "etcd.sock")
+	socket := filepath.Join(dataDir, etcdSocketRelPath)
 	if len(socket) > maxUnixSocketPath {
 		// See etcdSocketPath: the member's socket is then in a private
 		// temporary directory that only the control plane knows.

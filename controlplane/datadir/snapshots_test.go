@@ -1,4 +1,4 @@
-package controlplane
+package datadir
 
 import (
 	"bytes"
@@ -156,14 +156,14 @@ func TestSnapshotterRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &snapshotter{source: embeddedetcd.SnapshotSource{Endpoint: member.ClientURL()}, dir: dir, schedule: schedule, retention: 2}
+	s := &Snapshotter{source: embeddedetcd.SnapshotSource{Endpoint: member.ClientURL()}, dir: dir, schedule: schedule, retention: 2}
 	var logs bytes.Buffer
 	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&logs), textlogger.Verbosity(1)))))
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.run(ctx)
+		s.Run(ctx)
 	}()
 
 	// A write between snapshots, so that each has a revision of its own.
@@ -218,7 +218,7 @@ func TestSnapshotterRun(t *testing.T) {
 	done = make(chan struct{})
 	go func() {
 		defer close(done)
-		failing.run(ctx)
+		failing.Run(ctx)
 	}()
 	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return strings.Count(logs.String(), "Scheduled etcd snapshot failed") >= 2, nil

@@ -1,0 +1,55 @@
+package datadir
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+
+	"k8s.io/klog/v2"
+
+	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
+)
+
+// EtcdSettings tune the embedded etcd member.
+type EtcdSettings struct {
+	QuotaBackendBytes int64
+	LogLevel          string
+}
+
+// StartEtcd starts the embedded etcd member of the data dir, with the data
+// dir's peer certificates and the socket Prepare chose. When it returns,
+// the member's data is open and its socket listens; the member elects
+// itself meanwhile (Server.Ready, WaitReady). Once it is ready, the member
+// data a snapshot restore replaced is removed (not before: should the
+// restored member not start, the data it replaced is still there to go back
+// to). It refuses a data dir whose restore was interrupted. Close the
+// member before the data dir.
+func (d *DataDir) StartEtcd(ctx context.Context, s EtcdSettings) (*embeddedetcd.Server, error) {
+	if d.EtcdSocket == "" {
+		return nil, errors.New("the data dir was prepared for an external etcd (Settings.EmbeddedEtcd is false)")
+	}
+	if err := checkNoInterruptedRestore(d.Path); err != nil {
+		return nil, err
+	}
+	member, err := embeddedetcd.Start(embeddedetcd.Config{
+		DataDir:           filepath.Join(d.Path, etcdDirName),
+		SocketPath:        d.EtcdSocket,
+		PeerCertFile:      d.PKI.EtcdPeerCertFile,
+		PeerKeyFile:       d.PKI.EtcdPeerKeyFile,
+		PeerTrustedCAFile: d.PKI.EtcdCA.CertFile,
+		QuotaBackendBytes: s.QuotaBackendBytes,
+		LogLevel:          s.LogLevel,
+	})
+	if err != nil {
+		return nil, err
+	}
+	logger := klog.FromContext(ctx)
+	go func() {
+		select {
+		case <-member.Ready():
+			removeReplacedEtcdData(logger, d.Path)
+		case <-member.Stopped():
+		}
+	}()
+	return member, nil
+}
