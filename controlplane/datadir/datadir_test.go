@@ -74,3 +74,60 @@ func TestEtcdSocketPath(t *testing.T) {
 		})
 	}
 }
+
+// Prepare creates the data dir private, locks it and writes the PKI; a
+// second Prepare is refused until Close; Close is safe twice.
+func TestPrepare(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new", "data")
+	d, err := Prepare(path, Settings{ServingHosts: []string{"localhost", "192.0.2.10"}, EmbeddedEtcd: true})
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("data dir: %v, mode %v, want it created with 0700", err, info.Mode().Perm())
+	}
+	if d.PKI == nil || !strings.HasPrefix(d.PKI.CA.CertFile, filepath.Join(path, "pki")+string(filepath.Separator)) {
+		t.Errorf("PKI %+v, want one under %s/pki", d.PKI, path)
+	}
+	if _, err := os.Stat(d.PKI.ServingCertFile); err != nil {
+		t.Errorf("serving certificate not written: %v", err)
+	}
+	if want := filepath.Join(path, "run", "etcd.sock"); d.EtcdSocket != want {
+		t.Errorf("EtcdSocket = %q, want %q", d.EtcdSocket, want)
+	}
+	if want := filepath.Join(path, "admin.kubeconfig"); d.KubeconfigPath() != want {
+		t.Errorf("KubeconfigPath() = %q, want %q", d.KubeconfigPath(), want)
+	}
+
+	if _, err := Prepare(path, Settings{}); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("a second Prepare while the first holds it: %v, want it refused as in use", err)
+	}
+	d.Close()
+	d.Close()
+	again, err := Prepare(path, Settings{})
+	if err != nil {
+		t.Fatalf("Prepare after Close: %v", err)
+	}
+	defer again.Close()
+	if again.EtcdSocket != "" {
+		t.Errorf("prepared for an external etcd, EtcdSocket = %q, want none", again.EtcdSocket)
+	}
+	if _, err := again.StartEtcd(t.Context(), EtcdSettings{}); err == nil || !strings.Contains(err.Error(), "external etcd") {
+		t.Errorf("StartEtcd on a data dir prepared for an external etcd: %v, want a refusal", err)
+	}
+}
+
+func TestPrepareRefusesBadPaths(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"", "--data-dir must not be empty"},
+		{filepath.Join(file, "data"), "cannot be created"},
+	} {
+		if _, err := Prepare(tc.path, Settings{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Prepare(%q): %v, want an error with %q", tc.path, err, tc.want)
+		}
+	}
+}
