@@ -28,6 +28,10 @@
 // for one record, or from AllocationsOf the claim that WaitForAllocation
 // returns, for all of them.
 //
+// Claim checks the records with the API's own validation before it writes
+// (ValidateClaim), so that what the server would refuse is refused with the
+// server's words.
+//
 // Decisions are not final. WaitForAllocation returns as soon as the registry
 // has decided on a claim; a prefix it found Unavailable may be allocated
 // later, when the claim holding the overlapping prefix releases it, and
