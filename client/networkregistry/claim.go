@@ -62,7 +62,7 @@ type PrefixSource struct {
 // them by server-side apply, taking over the fields from other managers
 // (Force). Records that other field managers applied to the same claim stay.
 // It returns the claim as written; the registry decides on it afterwards, see
-// WaitForAllocation and WaitForPrefix.
+// WaitForAllocation, WaitForPrefix and WaitForDecision.
 //
 // It validates the claim before it writes, as the API server does (see
 // ValidateClaim), and returns what the server would: an error for which

@@ -7,8 +7,13 @@ import (
 	"net/netip"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 )
@@ -68,12 +73,113 @@ func (r *Registry) WaitForAllocation(ctx context.Context, name string) (*v1alpha
 		return nil, fmt.Errorf("waiting for NetworkClaim %s to be allocated: %w", name, err)
 	}
 	if deleted {
-		return nil, fmt.Errorf("NetworkClaim %s was deleted while waiting for its allocation", name)
+		return nil, errDeleted(name)
 	}
+	return outcome(claim, ready)
+}
+
+// WaitForDecision waits, as WaitForAllocation does, for the registry's
+// decision on claim, and returns the same: the claim as decided, with an
+// *UnavailableError when some record is unavailable. claim is the object
+// Claim returned, or one read from the API server: its UID, generation and
+// resourceVersion say which object to wait for, the generation to be
+// decided, and from when to watch.
+//
+// Unlike WaitForAllocation, it watches that one claim (by name, from
+// claim's resourceVersion) instead of reading the Registry's informer, and
+// so needs no Start: for a tool that claims, waits and exits, listing every
+// claim of the registry (there may be 100,000) would cost more than the
+// decision it waits for.
+//
+// When claim is deleted (or deleted and created again) before the
+// registry decides on it, it returns an error saying so; when ctx ends
+// first, ctx's error, naming the claim.
+func (r *Registry) WaitForDecision(ctx context.Context, claim *v1alpha1.NetworkClaim) (*v1alpha1.NetworkClaim, error) {
+	decided, err := r.watchDecision(ctx, claim)
+	if err != nil {
+		return nil, err
+	}
+	return outcome(decided, decision(decided))
+}
+
+// watchDecision watches the claim applied until the registry has decided
+// on its generation (or a later one), and returns the claim so decided.
+func (r *Registry) watchDecision(ctx context.Context, applied *v1alpha1.NetworkClaim) (*v1alpha1.NetworkClaim, error) {
+	name := applied.Name
+	claims := r.client.NetworkingV1alpha1().NetworkClaims()
+	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	watcher := &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			options.FieldSelector = selector
+			return claims.Watch(ctx, options)
+		},
+	}
+	gone := errDeleted(name)
+	// isDecision reports whether c is the registry's decision on the
+	// object applied, and fails when that object is gone.
+	isDecision := func(c *v1alpha1.NetworkClaim) (bool, error) {
+		if c.UID != applied.UID {
+			return false, gone
+		}
+		return c.Generation >= applied.Generation && Decided(c), nil
+	}
+	current := applied
+	for {
+		switch done, err := isDecision(current); {
+		case err != nil:
+			return nil, err
+		case done:
+			return current, nil
+		}
+		var last *v1alpha1.NetworkClaim
+		_, err := watchtools.Until(ctx, current.ResourceVersion, watcher, func(e watch.Event) (bool, error) {
+			switch e.Type {
+			case watch.Error:
+				return false, apierrors.FromObject(e.Object)
+			case watch.Deleted:
+				return false, gone
+			}
+			c, ok := e.Object.(*v1alpha1.NetworkClaim)
+			if !ok {
+				return false, nil
+			}
+			last = c
+			return isDecision(c)
+		})
+		switch {
+		case err == nil:
+			return last, nil
+		case errors.Is(err, gone):
+			return nil, err
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("waiting for NetworkClaim %s to be allocated: %w", name, context.Cause(ctx))
+		case !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err):
+			return nil, fmt.Errorf("watching NetworkClaim %s: %w", name, err)
+		}
+		// Compacted away while the watch was down: read the claim, and
+		// watch from where it is now.
+		current, err = claims.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, gone
+		case err != nil:
+			return nil, fmt.Errorf("reading NetworkClaim %s: %w", name, err)
+		}
+	}
+}
+
+// errDeleted says that the claim a wait was for is gone.
+func errDeleted(name string) error {
+	return fmt.Errorf("NetworkClaim %s was deleted while waiting for its allocation", name)
+}
+
+// outcome is what the waits return for a decided claim and its Ready
+// condition.
+func outcome(claim *v1alpha1.NetworkClaim, ready *metav1.Condition) (*v1alpha1.NetworkClaim, error) {
 	if ready.Status == metav1.ConditionTrue {
 		return claim, nil
 	}
-	e := &UnavailableError{Claim: name, Reason: ready.Reason, Message: ready.Message}
+	e := &UnavailableError{Claim: claim.Name, Reason: ready.Reason, Message: ready.Message}
 	for _, d := range Decisions(claim) {
 		if d.Status != nil && d.Status.Status == v1alpha1.AllocationUnavailable {
 			e.Records = append(e.Records, *d.Status)
