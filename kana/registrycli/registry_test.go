@@ -1,4 +1,4 @@
-package app
+package registrycli
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -568,10 +569,26 @@ func TestPrintJSON(t *testing.T) {
 	}
 }
 
+// binary is the command as the binary has it: under a root command that
+// prints errors itself, without usage.
+func binary() *cobra.Command {
+	root := &cobra.Command{Use: "sample-generic-controlplane", SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(NewCommand())
+	return root
+}
+
+// execute runs the command with args and returns its error and output,
+// stdout and stderr together.
+func execute(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	stdout, stderr, err := runSplit(t, args...)
+	return stdout + stderr, err
+}
+
 // runSplit runs the command with args and returns its stdout and stderr apart.
 func runSplit(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	cmd := NewCommand()
+	cmd := binary()
 	var out, errOut bytes.Buffer
 	cmd.SetArgs(args)
 	cmd.SetOut(&out)
