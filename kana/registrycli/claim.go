@@ -7,30 +7,23 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
-	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
 	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
 )
 
-const (
-	// claimFieldManager is the default field manager of the records that
-	// registry claim applies with PREFIX arguments.
-	claimFieldManager = "registry-claim"
-	// maxDescription is the API's limit on a record's description.
-	maxDescription = 255
-)
+// claimFieldManager is the default field manager of the records that
+// registry claim applies with PREFIX arguments.
+const claimFieldManager = "registry-claim"
 
 // claimOptions are the flags of registry claim.
 type claimOptions struct {
@@ -82,7 +75,7 @@ not decided within --timeout, as kubectl wait does.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			records, fieldManager, err := o.records(args, cmd.Flags().Changed)
+			records, fieldManager, err := o.records(args, cmd.Flags())
 			if err != nil {
 				return err
 			}
@@ -107,18 +100,16 @@ not decided within --timeout, as kubectl wait does.`,
 	return cmd
 }
 
-// records checks the arguments and flags, before anything connects, and
-// returns the records to apply and the field manager to apply them with.
-// changed tells which flags were given.
-func (o *claimOptions) records(args []string, changed func(flag string) bool) ([]networkregistry.Record, string, error) {
+// records reads the arguments and flags into the records to apply and the
+// field manager to apply them with, and checks them with the API's
+// validation, before anything connects.
+func (o *claimOptions) records(args []string, flags *pflag.FlagSet) ([]networkregistry.Record, string, error) {
 	if err := o.validate(); err != nil {
 		return nil, "", err
 	}
-	lengthSet := changed("prefix-length")
+	lengthSet := flags.Changed("prefix-length")
 	name, prefixArgs := args[0], args[1:]
-	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-		return nil, "", fmt.Errorf("NAME %q: %s; write a NetworkClaim name such as cluster-a", name, strings.Join(msgs, "; "))
-	}
+	// Which arguments go together; what they say is the API's to check.
 	switch {
 	case len(prefixArgs) == 0 && o.from == "" && !lengthSet:
 		return nil, "", fmt.Errorf("nothing to claim: give PREFIX arguments, e.g. claim %s 10.96.0.0/12, or --from CLAIM --prefix-length N to take a prefix from another claim's delegable prefix", name)
@@ -132,133 +123,129 @@ func (o *claimOptions) records(args []string, changed func(flag string) bool) ([
 		return nil, "", fmt.Errorf("--from-prefix needs --from CLAIM, the claim that holds %s, e.g. --from org-pods --from-prefix %s", o.fromPrefix, o.fromPrefix)
 	case o.name != "" && len(prefixArgs) > 1:
 		return nil, "", fmt.Errorf("--name names one record, and %d PREFIX arguments make %d: give one PREFIX with --name, or leave --name out", len(prefixArgs), len(prefixArgs))
-	case o.from == name:
-		return nil, "", fmt.Errorf("--from %s names the claim itself: take from another claim's delegable prefix, or leave --from out to claim the prefixes in their own right", o.from)
-	case changed("field-manager") && o.fieldManager == "":
+	case flags.Changed("field-manager") && o.fieldManager == "":
 		return nil, "", errors.New("--field-manager must not be empty; leave it out for the default")
-	case len(o.description) > maxDescription:
-		return nil, "", fmt.Errorf("--description is %d characters long; write at most %d", len(o.description), maxDescription)
 	}
+	record := networkregistry.Record{Name: o.name, Delegable: o.delegable, Reference: parseReference(o.reference), Description: o.description}
 	if o.from != "" {
-		if msgs := validation.IsDNS1123Subdomain(o.from); len(msgs) > 0 {
-			return nil, "", fmt.Errorf("--from %q: %s; write a NetworkClaim name such as org-pods", o.from, strings.Join(msgs, "; "))
-		}
-	}
-	var from *networkregistry.PrefixSource
-	if o.from != "" {
-		from = &networkregistry.PrefixSource{Claim: o.from}
+		record.From = &networkregistry.PrefixSource{Claim: o.from}
 		if o.fromPrefix != "" {
 			p, err := parsePrefixArg("--from-prefix", o.fromPrefix, "10.0.0.0/8")
 			if err != nil {
 				return nil, "", err
 			}
-			from.Prefix = p
+			record.From.Prefix = p
 		}
 	}
-	ref, err := parseReference(o.reference)
-	if err != nil {
-		return nil, "", err
-	}
-	record := networkregistry.Record{From: from, Delegable: o.delegable, Reference: ref, Description: o.description, Name: o.name}
+	var records []networkregistry.Record
+	fieldManager := o.fieldManager
 	if lengthSet {
-		if err := o.checkPrefixLength(from); err != nil {
-			return nil, "", err
-		}
 		record.PrefixLength = o.prefixLength
 		if record.Name == "" {
 			// The name tells the record apart; the claim it is taken
 			// from says best what it is, and a DNS subdomain without
 			// dots is a DNS label.
 			record.Name = strings.ReplaceAll(o.from, ".", "-")
-			if len(validation.IsDNS1123Label(record.Name)) > 0 {
-				return nil, "", fmt.Errorf("--from %s makes no record name: give --name, e.g. --name pods-v4", o.from)
+		}
+		records = []networkregistry.Record{record}
+		fieldManager = cmp.Or(fieldManager, claimFieldManager+"-"+record.Name)
+	} else {
+		for _, arg := range prefixArgs {
+			p, err := parsePrefixArg("PREFIX", arg, "10.96.0.0/12")
+			if err != nil {
+				return nil, "", err
 			}
-		} else if msgs := validation.IsDNS1123Label(record.Name); len(msgs) > 0 {
-			return nil, "", fmt.Errorf("--name %q: %s; write a short name such as pods-v4", record.Name, strings.Join(msgs, "; "))
+			r := record
+			r.Prefix = p
+			records = append(records, r)
 		}
-		fieldManager := o.fieldManager
-		if fieldManager == "" {
-			fieldManager = claimFieldManager + "-" + record.Name
-		}
-		return []networkregistry.Record{record}, fieldManager, nil
+		fieldManager = cmp.Or(fieldManager, claimFieldManager)
 	}
-	if o.name != "" {
-		if msgs := validation.IsDNS1123Label(o.name); len(msgs) > 0 {
-			return nil, "", fmt.Errorf("--name %q: %s; write a short name such as pods-v4", o.name, strings.Join(msgs, "; "))
-		}
-	}
-	records := make([]networkregistry.Record, 0, len(prefixArgs))
-	for _, arg := range prefixArgs {
-		p, err := parsePrefixArg("PREFIX", arg, "10.96.0.0/12")
-		if err != nil {
-			return nil, "", err
-		}
-		if from != nil && from.Prefix.IsValid() && (p.Bits() <= from.Prefix.Bits() || !from.Prefix.Contains(p.Addr())) {
-			return nil, "", fmt.Errorf("PREFIX %s is not inside --from-prefix %s: claim a sub-prefix of it, or leave --from-prefix out", p, from.Prefix)
-		}
-		for _, other := range records {
-			if p.Overlaps(other.Prefix) {
-				return nil, "", fmt.Errorf("PREFIX %s overlaps PREFIX %s: the records of one claim must not overlap; claim the larger prefix alone", p, other.Prefix)
-			}
-		}
-		r := record
-		r.Prefix = p
-		records = append(records, r)
-	}
-	fieldManager := o.fieldManager
-	if fieldManager == "" {
-		fieldManager = claimFieldManager
+	if errs := networkregistry.ValidateClaim(name, records); len(errs) > 0 {
+		return nil, "", o.argumentError(args, flags, errs)
 	}
 	return records, fieldManager, nil
 }
 
-// checkPrefixLength checks --prefix-length against the pool it is taken
-// from, when --from-prefix names it, else against the longest family.
-func (o *claimOptions) checkPrefixLength(from *networkregistry.PrefixSource) error {
-	n := o.prefixLength
-	if from.Prefix.IsValid() {
-		if lo, hi := from.Prefix.Bits()+1, from.Prefix.Addr().BitLen(); n < lo || n > hi {
-			return fmt.Errorf("--prefix-length %d does not fit strictly inside --from-prefix %s: write %d to %d", n, from.Prefix, lo, hi)
-		}
-		return nil
-	}
-	if n < 1 || n > 128 {
-		return fmt.Errorf("--prefix-length %d: write 1 to 32 for an IPv4 pool, 1 to 128 for an IPv6 one, e.g. --prefix-length 16", n)
-	}
-	return nil
+// recordFlags are the flags that set the fields of a record, by the field's
+// path in the record.
+var recordFlags = map[string]string{
+	"name":               "name",
+	"prefixLength":       "prefix-length",
+	"from.claim":         "from",
+	"from.prefix":        "from-prefix",
+	"description":        "description",
+	"reference.group":    "reference",
+	"reference.resource": "reference",
 }
 
-// parsePrefixArg reads a prefix given by the user as what, and insists on
-// its canonical form, as the API does.
+// recordField is the path of a field of the claim's records: index and
+// field.
+var recordField = regexp.MustCompile(`^spec\.addressSpace\[(\d+)\]\.(.+)$`)
+
+// argumentError says what the API's validation refused in the arguments,
+// the first error of errs, in the command's terms: the argument or flag
+// that set the field, as the user wrote it, and the validation's message,
+// which says what to write instead.
+func (o *claimOptions) argumentError(args []string, flags *pflag.FlagSet, errs field.ErrorList) error {
+	// A record name made from --from is not the user's: what is wrong
+	// with --from itself is told first.
+	derivedName := flags.Changed("prefix-length") && o.name == ""
+	e := errs[0]
+	if i := slices.IndexFunc(errs, func(e *field.Error) bool { return !strings.HasSuffix(e.Field, "].name") }); derivedName && i >= 0 {
+		e = errs[i]
+	}
+	var what, value, hint string
+	switch m := recordField.FindStringSubmatch(e.Field); {
+	case e.Field == "metadata.name":
+		// The generic name validation gives no example.
+		what, value, hint = "NAME", args[0], "; write a NetworkClaim name such as cluster-a"
+	case e.Field == "spec.addressSpace":
+		what = "PREFIX"
+	case m == nil:
+		return e
+	case m[2] == "prefix":
+		i, _ := strconv.Atoi(m[1])
+		if 1+i >= len(args) {
+			return e
+		}
+		what, value = "PREFIX", args[1+i]
+	case m[2] == "name" && derivedName:
+		return fmt.Errorf("--from %s makes no record name: give --name, e.g. --name pods-v4", o.from)
+	case recordFlags[m[2]] != "":
+		flag := recordFlags[m[2]]
+		what, value = "--"+flag, flags.Lookup(flag).Value.String()
+	default:
+		return e
+	}
+	if e.Type != field.ErrorTypeInvalid {
+		return fmt.Errorf("%s: %s", what, e.ErrorBody())
+	}
+	// As the API's own messages: strings quoted, numbers not.
+	if _, ok := e.BadValue.(string); ok {
+		value = strconv.Quote(value)
+	}
+	return fmt.Errorf("%s %s: %s%s", what, value, e.Detail, hint)
+}
+
+// parsePrefixArg reads a prefix given by the user as what; whether it is
+// one the API admits is validation's to say.
 func parsePrefixArg(what, s, example string) (netip.Prefix, error) {
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
 		return netip.Prefix{}, fmt.Errorf("%s %q: write an IPv4 or IPv6 prefix such as %s", what, s, example)
-	}
-	if masked := p.Masked(); masked != p {
-		return netip.Prefix{}, fmt.Errorf("%s %s has host bits set: write %s", what, s, masked)
-	}
-	if p.Addr().Is4In6() {
-		return netip.Prefix{}, fmt.Errorf("%s %s is an IPv4-mapped IPv6 prefix: write the IPv4 prefix", what, s)
 	}
 	return p, nil
 }
 
 // parseReference reads --reference: RESOURCE or RESOURCE.GROUP, as kubectl
 // names resources (servicecidrs.networking.k8s.io); "" is none.
-func parseReference(s string) (*v1alpha1.ResourceReference, error) {
+func parseReference(s string) *v1alpha1.ResourceReference {
 	if s == "" {
-		return nil, nil
+		return nil
 	}
 	resource, group, _ := strings.Cut(s, ".")
-	msgs := validation.IsDNS1123Label(resource)
-	if group != "" {
-		msgs = append(msgs, validation.IsDNS1123Subdomain(group)...)
-	}
-	if len(msgs) > 0 {
-		return nil, fmt.Errorf("--reference %q: %s; write a plural resource name, with its group unless it is the core group, e.g. pods, services or servicecidrs.networking.k8s.io", s, strings.Join(msgs, "; "))
-	}
-	return &v1alpha1.ResourceReference{Group: group, Resource: resource}, nil
+	return &v1alpha1.ResourceReference{Group: group, Resource: resource}
 }
 
 // run applies the records and waits for the registry's decision.
@@ -269,18 +256,22 @@ func (o *claimOptions) run(ctx context.Context, out io.Writer, name string, reco
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, errRegistryTimeout)
 	defer cancel()
-	applied, err := networkregistry.New(client, fieldManager).Claim(ctx, name, records)
+	r := networkregistry.New(client, fieldManager)
+	applied, err := r.Claim(ctx, name, records)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errRegistryTimeout) {
 			return fmt.Errorf("NetworkClaim %s was not applied within --timeout=%s: raise --timeout or check the server %s", name, o.timeout, config.Host)
 		}
 		return err
 	}
-	claim, err := waitForDecision(ctx, client, applied)
+	// The one claim is watched, not the whole registry, which may hold
+	// 100,000.
+	claim, err := r.WaitForDecision(ctx, applied)
 	if errors.Is(context.Cause(ctx), errRegistryTimeout) {
 		return fmt.Errorf("NetworkClaim %s is applied, but the registry did not decide on it within --timeout=%s: raise --timeout, or look later with registry list", name, o.timeout)
 	}
-	if err != nil {
+	var unavailable *networkregistry.UnavailableError
+	if err != nil && !errors.As(err, &unavailable) {
 		return err
 	}
 	if err := printClaim(out, o.output, claim); err != nil {
@@ -294,44 +285,6 @@ func (o *claimOptions) run(ctx context.Context, out io.Writer, name string, reco
 			name, n, len(decisions), name)
 	}
 	return nil
-}
-
-// waitForDecision watches the one claim applied (not the whole registry,
-// which may hold 100,000) until the registry has decided on the generation
-// written, and returns it.
-func waitForDecision(ctx context.Context, client versioned.Interface, applied *v1alpha1.NetworkClaim) (*v1alpha1.NetworkClaim, error) {
-	claims := client.NetworkingV1alpha1().NetworkClaims()
-	selector := fields.OneTermEqualSelector("metadata.name", applied.Name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			return claims.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			return claims.Watch(ctx, o)
-		},
-	}
-	var decided *v1alpha1.NetworkClaim
-	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.NetworkClaim{}, func(store cache.Store) (bool, error) {
-		if _, ok, _ := store.GetByKey(applied.Name); !ok {
-			return false, fmt.Errorf("NetworkClaim %s was deleted while waiting for its allocation", applied.Name)
-		}
-		return false, nil
-	}, func(e watch.Event) (bool, error) {
-		c, ok := e.Object.(*v1alpha1.NetworkClaim)
-		switch {
-		case !ok:
-			return false, nil
-		case e.Type == watch.Deleted || c.UID != applied.UID:
-			return false, fmt.Errorf("NetworkClaim %s was deleted while waiting for its allocation", applied.Name)
-		case c.Generation < applied.Generation || !networkregistry.Decided(c):
-			return false, nil
-		}
-		decided = c
-		return true, nil
-	})
-	return decided, err
 }
 
 func countNotAllocated(decisions []networkregistry.Decision) int {
