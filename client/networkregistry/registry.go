@@ -26,7 +26,12 @@
 // A component that takes ranges from a pool (Record with From and
 // PrefixLength) learns which prefix the registry chose from WaitForPrefix,
 // for one record, or from AllocationsOf the claim that WaitForAllocation
-// returns, for all of them.
+// returns, for all of them. A tool that claims, waits and exits needs no
+// Start: WaitForDecision watches the one claim that Claim wrote.
+//
+// Claim checks the records with the API's own validation before it writes
+// (ValidateClaim), so that what the server would refuse is refused with the
+// server's words.
 //
 // Decisions are not final. WaitForAllocation returns as soon as the registry
 // has decided on a claim; a prefix it found Unavailable may be allocated

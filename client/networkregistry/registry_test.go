@@ -1,6 +1,7 @@
 package networkregistry
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -852,44 +853,66 @@ func TestClaim(t *testing.T) {
 	errorCases := []struct {
 		name     string
 		registry *Registry
-		records  []Record
-		wantErr  string
+		// claim is the claim's name; "" for svc.
+		claim   string
+		records []Record
+		wantErr string
 	}{
 		{name: "no field manager", registry: New(client, ""), records: records, wantErr: "no field manager"},
-		{name: "host bits set", registry: r, records: []Record{{Prefix: netip.MustParsePrefix("10.96.0.1/12")}}, wantErr: "claim 10.96.0.0/12"},
-		{name: "no prefix", registry: r, records: []Record{{Description: "x"}}, wantErr: "record 0 has no prefix; set Prefix, e.g. 10.96.0.0/12, or From and PrefixLength"},
+		{name: "host bits set", registry: r, records: []Record{{Prefix: netip.MustParsePrefix("10.96.0.1/12")}},
+			wantErr: `spec.addressSpace[0].prefix: Invalid value: "10.96.0.1/12": must be a canonical prefix (no host bits set, shortest form): write 10.96.0.0/12`},
+		{name: "no prefix", registry: r, records: []Record{{Description: "x"}},
+			wantErr: "spec.addressSpace[0].prefix: Required value: write a prefix such as 10.96.0.0/12, or prefixLength with from"},
 		{name: "pool record without a name", registry: r, records: []Record{{From: &PrefixSource{Claim: "org-pods"}, PrefixLength: 16}},
-			wantErr: `record 0 is taken from NetworkClaim org-pods without a Name; name it, e.g. Name: "pods-v4"`},
+			wantErr: "spec.addressSpace[0].name: Required value: name a record taken from a pool, e.g. name: pods-v4"},
 		{name: "pool record without a length", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{Claim: "org-pods"}}},
-			wantErr: "record 0 (pods) is taken from NetworkClaim org-pods without PrefixLength; set the length to take, e.g. PrefixLength: 16"},
+			wantErr: "spec.addressSpace[0].prefixLength: Invalid value: 0: must be 1 to 32 for an IPv4 pool, 1 to 128 for an IPv6 one"},
 		{name: "length without from", registry: r, records: []Record{{Name: "pods", PrefixLength: 16}},
-			wantErr: "record 0 (pods) has PrefixLength 16 without From; name the claim to take the /16 from"},
+			wantErr: "spec.addressSpace[0].from: Required value: name the claim to take the prefix from, e.g. from: {claim: org-pods}"},
 		{name: "prefix and length", registry: r, records: []Record{{Prefix: netip.MustParsePrefix("10.0.0.0/16"), From: &PrefixSource{Claim: "org-pods"}, PrefixLength: 16}},
-			wantErr: "record 0 has both Prefix 10.0.0.0/16 and PrefixLength 16"},
+			wantErr: "spec.addressSpace[0].prefixLength: Invalid value: 16: write either prefix, to claim that prefix, or prefixLength with from"},
 		{name: "length does not fit the pool", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{Claim: "org-pods", Prefix: netip.MustParsePrefix("10.0.0.0/8")}, PrefixLength: 7}},
-			wantErr: "record 0 (pods) has PrefixLength 7, which does not fit strictly inside From.Prefix 10.0.0.0/8; write 9 to 32"},
+			wantErr: "spec.addressSpace[0].prefixLength: Invalid value: 7: must fit strictly inside the pool 10.0.0.0/8: write 9 to 32"},
 		{name: "length out of range", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{Claim: "org-pods"}, PrefixLength: 129}},
-			wantErr: "record 0 (pods) has PrefixLength 129; write 1 to 32 for an IPv4 pool, 1 to 128 for an IPv6 one"},
+			wantErr: "spec.addressSpace[0].prefixLength: Invalid value: 129: must be 1 to 32 for an IPv4 pool, 1 to 128 for an IPv6 one"},
+		{name: "length beyond int32", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{Claim: "org-pods"}, PrefixLength: 1<<32 + 16}},
+			wantErr: "spec.addressSpace[0].prefixLength: Invalid value: 2147483647: must be 1 to 32"},
 		{name: "sub-prefix outside the pool", registry: r, records: []Record{{Prefix: netip.MustParsePrefix("11.0.0.0/16"), From: &PrefixSource{Claim: "org-pods", Prefix: netip.MustParsePrefix("10.0.0.0/8")}}},
-			wantErr: "record 0 has prefix 11.0.0.0/16 outside From.Prefix 10.0.0.0/8"},
+			wantErr: `spec.addressSpace[0].prefix: Invalid value: "11.0.0.0/16": must lie strictly inside from.prefix 10.0.0.0/8`},
 		{name: "pool prefix with host bits", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{Claim: "org-pods", Prefix: netip.MustParsePrefix("10.0.0.1/8")}, PrefixLength: 16}},
-			wantErr: "record 0 (pods) has From.Prefix 10.0.0.1/8 with host bits set; write 10.0.0.0/8"},
+			wantErr: `spec.addressSpace[0].from.prefix: Invalid value: "10.0.0.1/8": must be a canonical prefix (no host bits set, shortest form): write 10.0.0.0/8`},
 		{name: "from without a claim", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{}, PrefixLength: 16}},
-			wantErr: "record 0 (pods) has a From without Claim; name the NetworkClaim"},
+			wantErr: "spec.addressSpace[0].from.claim: Required value: name the NetworkClaim whose delegable prefix this record is taken from"},
 		{name: "from the claim itself", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{Claim: "svc"}, PrefixLength: 16}},
-			wantErr: "record 0 (pods) is taken from the claim itself (From.Claim svc)"},
+			wantErr: `spec.addressSpace[0].from.claim: Invalid value: "svc": must name another claim`},
 		{name: "from not a claim name", registry: r, records: []Record{{Name: "pods", From: &PrefixSource{Claim: "Org Pods"}, PrefixLength: 16}},
-			wantErr: `record 0 (pods) has an invalid From.Claim "Org Pods"`},
+			wantErr: `spec.addressSpace[0].from.claim: Invalid value: "Org Pods": `},
 		{name: "invalid name", registry: r, records: []Record{{Name: "Pods_V4", Prefix: netip.MustParsePrefix("10.0.0.0/16")}},
-			wantErr: "record 0 (Pods_V4) has an invalid name: "},
+			wantErr: `spec.addressSpace[0].name: Invalid value: "Pods_V4": `},
 		{name: "duplicate name", registry: r, records: []Record{{Name: "pods", Prefix: netip.MustParsePrefix("10.0.0.0/16")}, {Name: "pods", Prefix: netip.MustParsePrefix("10.1.0.0/16")}},
-			wantErr: "record 1 (pods) has the name of record 0; give each record its own"},
+			wantErr: `spec.addressSpace[1].name: Invalid value: "pods": is also the name of addressSpace[0]: give each record its own name`},
+		// What the API server refuses too, beyond what the records' fields
+		// say one by one.
+		{name: "overlapping records", registry: r, records: []Record{{Prefix: netip.MustParsePrefix("10.0.0.0/8")}, {Prefix: netip.MustParsePrefix("10.96.0.0/12")}},
+			wantErr: `spec.addressSpace[1].prefix: Invalid value: "10.96.0.0/12": overlaps 10.0.0.0/8 (addressSpace[0])`},
+		{name: "description too long", registry: r, records: []Record{{Prefix: netip.MustParsePrefix("10.0.0.0/8"), Description: strings.Repeat("x", 256)}},
+			wantErr: "spec.addressSpace[0].description: Too long: may not be more than 255 bytes"},
+		{name: "IPv4-mapped prefix", registry: r, records: []Record{{Prefix: netip.MustParsePrefix("::ffff:10.0.0.0/104")}},
+			wantErr: "write the IPv4 prefix, e.g. 10.0.0.0/8"},
+		{name: "no records", registry: r, records: nil, wantErr: "spec.addressSpace: Required value: claim at least one prefix"},
+		{name: "invalid claim name", registry: r, claim: "Svc", records: records, wantErr: `metadata.name: Invalid value: "Svc": a lowercase RFC 1123 subdomain`},
 	}
 	for _, tc := range errorCases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := tc.registry.Claim(t.Context(), "svc", tc.records)
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "NetworkClaim svc") {
+			sent = nil
+			name := cmp.Or(tc.claim, "svc")
+			_, err := tc.registry.Claim(t.Context(), name, tc.records)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "NetworkClaim") || !strings.Contains(err.Error(), name) {
 				t.Fatalf("Claim: %v; want an error naming the claim and containing %q", err, tc.wantErr)
+			}
+			// Refused as the API server refuses: nothing was sent.
+			if tc.registry == r && (!apierrors.IsInvalid(err) || len(sent) > 0) {
+				t.Errorf("Claim: %v, after %d requests; want an Invalid error and no request", err, len(sent))
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -150,6 +151,68 @@ func TestClaimAndWaitForAllocation(t *testing.T) {
 	defer cancel()
 	if claim, err := r.WaitForAllocation(ctx, "proxy"); err == nil || err.Error() != "NetworkClaim proxy was deleted while waiting for its allocation" {
 		t.Errorf("WaitForAllocation of the deleted claim = %v, %v; want an error saying it was deleted", claim, err)
+	}
+}
+
+// A tool that claims once and exits: Claim refuses what the server would,
+// with the server's error, and WaitForDecision waits for the registry's
+// decision without Start (no informer of every claim).
+func TestClaimAndWaitForDecision(t *testing.T) {
+	s := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install})
+	client, err := versioned.NewForConfig(s.ClientConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := networkregistry.New(client, "claim-tool") // never started
+	length := int32(16)
+	refused := []struct {
+		name    string
+		records []networkregistry.Record
+		// spec is records as the API's records, to create.
+		spec []v1alpha1.AddressSpaceRecord
+	}{
+		{
+			name:    "host bits set",
+			records: []networkregistry.Record{{Prefix: netip.MustParsePrefix("198.18.0.1/16")}},
+			spec:    []v1alpha1.AddressSpaceRecord{{Prefix: "198.18.0.1/16"}},
+		},
+		{
+			name:    "overlapping records",
+			records: []networkregistry.Record{{Prefix: netip.MustParsePrefix("198.18.0.0/15")}, {Prefix: netip.MustParsePrefix("198.18.0.0/16")}},
+			spec:    []v1alpha1.AddressSpaceRecord{{Prefix: "198.18.0.0/15"}, {Prefix: "198.18.0.0/16"}},
+		},
+		{
+			name:    "taken from itself, without a name",
+			records: []networkregistry.Record{{From: &networkregistry.PrefixSource{Claim: "tool"}, PrefixLength: 16}},
+			spec:    []v1alpha1.AddressSpaceRecord{{From: &v1alpha1.PrefixSource{Claim: "tool"}, PrefixLength: &length}},
+		},
+	}
+	for _, tc := range refused {
+		_, claimErr := r.Claim(t.Context(), "tool", tc.records)
+		_, serverErr := client.NetworkingV1alpha1().NetworkClaims().Create(t.Context(),
+			&v1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: "tool"}, Spec: v1alpha1.NetworkClaimSpec{AddressSpace: tc.spec}}, metav1.CreateOptions{})
+		if claimErr == nil || serverErr == nil || !apierrors.IsInvalid(claimErr) || claimErr.Error() != serverErr.Error() {
+			t.Errorf("%s: Claim refused with %v, the server with %v; want the server's error", tc.name, claimErr, serverErr)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), decisionTimeout)
+	defer cancel()
+	applied, err := r.Claim(ctx, "tool", []networkregistry.Record{{Prefix: netip.MustParsePrefix("198.18.0.0/16"), Reference: &services}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, err := r.WaitForDecision(ctx, applied)
+	if err != nil || claim.Status.ObservedGeneration != applied.Generation || len(networkregistry.AllocationsOf(claim)) != 1 {
+		t.Fatalf("WaitForDecision = %+v, %v; want the claim allocated", claim, err)
+	}
+	applied, err = networkregistry.New(client, "other-tool").Claim(ctx, "other", []networkregistry.Record{{Prefix: netip.MustParsePrefix("198.18.7.0/24")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.WaitForDecision(ctx, applied)
+	if want := "NetworkClaim other: 198.18.7.0/24 unavailable: overlaps 198.18.0.0/16 held by NetworkClaim tool"; err == nil || err.Error() != want {
+		t.Errorf("WaitForDecision of an overlapping claim: %v; want %q", err, want)
 	}
 }
 

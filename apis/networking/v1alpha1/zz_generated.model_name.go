@@ -62,6 +62,11 @@ func (in PrefixSource) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RecordKey) OpenAPIModelName() string {
+	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.RecordKey"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ResourceReference) OpenAPIModelName() string {
 	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.ResourceReference"
 }

@@ -10,10 +10,12 @@ import (
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking"
+	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 )
 
 const (
@@ -43,7 +45,8 @@ func ValidateNetworkClaimStatusUpdate(claim, old *networking.NetworkClaim) field
 	if status.ObservedGeneration < 0 {
 		errs = append(errs, field.Invalid(fldPath.Child("observedGeneration"), status.ObservedGeneration, "must not be negative"))
 	}
-	keys := map[recordKey]bool{}
+	// The list's map keys: server-side apply holds one record per key.
+	keys := sets.New[v1alpha1.RecordKey]()
 	for i, record := range status.AddressSpace {
 		path := fldPath.Child("addressSpace").Index(i)
 		errs = append(errs, validateRecordName(record.Name, path.Child("name"))...)
@@ -55,10 +58,10 @@ func ValidateNetworkClaimStatusUpdate(claim, old *networking.NetworkClaim) field
 		case record.Name == "":
 			errs = append(errs, field.Required(path.Child("prefix"), "write the record's prefix, or its name while it has none"))
 		}
-		if key := (recordKey{record.Name, record.Prefix}); keys[key] {
+		if key := (v1alpha1.RecordKey{Name: record.Name, Prefix: record.Prefix}); keys.Has(key) {
 			errs = append(errs, field.Duplicate(path, key.String()))
 		} else {
-			keys[key] = true
+			keys.Insert(key)
 		}
 		switch record.Status {
 		case networking.AllocationAllocated:
@@ -87,21 +90,6 @@ func ValidateNetworkClaimStatusUpdate(claim, old *networking.NetworkClaim) field
 		errs = append(errs, validateReference(record.Reference, path.Child("reference"))...)
 	}
 	return append(errs, metav1validation.ValidateConditions(status.Conditions, fldPath.Child("conditions"))...)
-}
-
-// recordKey identifies a record in spec and status, as server-side apply
-// does (the list's map keys): by name and prefix, either of which may be
-// empty.
-type recordKey struct{ name, prefix string }
-
-func (k recordKey) String() string {
-	switch {
-	case k.name == "":
-		return k.prefix
-	case k.prefix == "":
-		return k.name
-	}
-	return k.name + " " + k.prefix
 }
 
 // ValidateNetworkClaimSpec validates the records of the claim name.

@@ -19,6 +19,7 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
+	"sigs.k8s.io/sample-generic-controlplane/kana/registrycli"
 )
 
 // processStart approximates when the process started, for the time-to-ready figure.
@@ -67,7 +68,7 @@ an admin kubeconfig that it prints when ready.`,
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
 
-	cmd.AddCommand(newVersionCommand(), newControllersCommand(), newRegistryCommand(), newSnapshotCommand())
+	cmd.AddCommand(newVersionCommand(), newControllersCommand(), registrycli.NewCommand(), newSnapshotCommand())
 	// The flag-set help prints no commands; list them with the description.
 	cmd.Long += "\n\nCommands:"
 	for _, sub := range cmd.Commands() {

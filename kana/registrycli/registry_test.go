@@ -1,4 +1,4 @@
-package app
+package registrycli
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -54,8 +55,11 @@ func TestRegistryBadArguments(t *testing.T) {
 		{name: "claim an invalid name", args: []string{"registry", "claim", "Cluster_A", "10.0.0.0/8", kubeconfig}, wantErr: []string{`NAME "Cluster_A": `, "write a NetworkClaim name such as cluster-a"}},
 		{name: "claim not a prefix", args: []string{"registry", "claim", "a", "10.0.0.300/8", kubeconfig}, wantErr: []string{`PREFIX "10.0.0.300/8": write an IPv4 or IPv6 prefix such as 10.96.0.0/12`}},
 		{name: "claim an address", args: []string{"registry", "claim", "a", "10.0.0.1", kubeconfig}, wantErr: []string{`PREFIX "10.0.0.1": write an IPv4 or IPv6 prefix`}},
-		{name: "claim host bits", args: []string{"registry", "claim", "a", "10.0.0.1/8", kubeconfig}, wantErr: []string{"PREFIX 10.0.0.1/8 has host bits set: write 10.0.0.0/8"}},
-		{name: "claim overlapping prefixes", args: []string{"registry", "claim", "a", "10.0.0.0/8", "10.1.0.0/16", kubeconfig}, wantErr: []string{"PREFIX 10.1.0.0/16 overlaps PREFIX 10.0.0.0/8"}},
+		{name: "claim host bits", args: []string{"registry", "claim", "a", "10.0.0.1/8", kubeconfig}, wantErr: []string{`PREFIX "10.0.0.1/8": must be a canonical prefix (no host bits set, shortest form): write 10.0.0.0/8`}},
+		{name: "claim overlapping prefixes", args: []string{"registry", "claim", "a", "10.0.0.0/8", "10.1.0.0/16", kubeconfig}, wantErr: []string{`PREFIX "10.1.0.0/16": overlaps 10.0.0.0/8 (addressSpace[0]); the records of one claim must not overlap`}},
+		{name: "claim a prefix twice", args: []string{"registry", "claim", "a", "10.0.0.0/8", "10.0.0.0/8", kubeconfig}, wantErr: []string{`PREFIX: Duplicate value: "10.0.0.0/8"`}},
+		{name: "claim an IPv4-mapped prefix", args: []string{"registry", "claim", "a", "::ffff:10.0.0.0/104", kubeconfig},
+			wantErr: []string{`PREFIX "::ffff:10.0.0.0/104": must not be an IPv4-mapped IPv6 prefix: write the IPv4 prefix, e.g. 10.0.0.0/8`}},
 		{name: "prefixes and --prefix-length", args: []string{"registry", "claim", "a", "10.0.0.0/16", "--from=org", "--prefix-length=16", kubeconfig},
 			wantErr: []string{"--prefix-length asks the registry to choose a prefix, PREFIX arguments name them: give one or the other, e.g. claim a --from org --prefix-length 16"}},
 		{name: "--prefix-length without --from", args: []string{"registry", "claim", "a", "--prefix-length=16", kubeconfig},
@@ -64,18 +68,18 @@ func TestRegistryBadArguments(t *testing.T) {
 			wantErr: []string{"--from org-pods needs --prefix-length N, to let the registry choose a free prefix, e.g. --prefix-length 16, or PREFIX arguments inside a delegable prefix of org-pods"}},
 		{name: "--from-prefix without --from", args: []string{"registry", "claim", "a", "10.0.0.0/16", "--from-prefix=10.0.0.0/8", kubeconfig},
 			wantErr: []string{"--from-prefix needs --from CLAIM, the claim that holds 10.0.0.0/8, e.g. --from org-pods --from-prefix 10.0.0.0/8"}},
-		{name: "--from the claim itself", args: []string{"registry", "claim", "a", "--from=a", "--prefix-length=16", kubeconfig}, wantErr: []string{"--from a names the claim itself"}},
-		{name: "--from not a claim name", args: []string{"registry", "claim", "a", "--from=Org", "--prefix-length=16", kubeconfig}, wantErr: []string{`--from "Org": `, "write a NetworkClaim name such as org-pods"}},
+		{name: "--from the claim itself", args: []string{"registry", "claim", "a", "--from=a", "--prefix-length=16", kubeconfig}, wantErr: []string{`--from "a": must name another claim`}},
+		{name: "--from not a claim name", args: []string{"registry", "claim", "a", "--from=Org", "--prefix-length=16", kubeconfig}, wantErr: []string{`--from "Org": `, "write a NetworkClaim's name, e.g. org-pods"}},
 		{name: "--from-prefix not a prefix", args: []string{"registry", "claim", "a", "--from=org", "--from-prefix=10.0.0.0", "--prefix-length=16", kubeconfig},
 			wantErr: []string{`--from-prefix "10.0.0.0": write an IPv4 or IPv6 prefix such as 10.0.0.0/8`}},
 		{name: "--prefix-length zero", args: []string{"registry", "claim", "a", "--from=org", "--prefix-length=0", kubeconfig},
-			wantErr: []string{"--prefix-length 0: write 1 to 32 for an IPv4 pool, 1 to 128 for an IPv6 one, e.g. --prefix-length 16"}},
+			wantErr: []string{"--prefix-length 0: must be 1 to 32 for an IPv4 pool, 1 to 128 for an IPv6 one (a sub-prefix is smaller than its pool), e.g. 16 for a /16"}},
 		{name: "--prefix-length longer than the family", args: []string{"registry", "claim", "a", "--from=org", "--from-prefix=10.0.0.0/8", "--prefix-length=48", kubeconfig},
-			wantErr: []string{"--prefix-length 48 does not fit strictly inside --from-prefix 10.0.0.0/8: write 9 to 32"}},
+			wantErr: []string{"--prefix-length 48: must fit strictly inside the pool 10.0.0.0/8: write 9 to 32"}},
 		{name: "--prefix-length shorter than the pool", args: []string{"registry", "claim", "a", "--from=org", "--from-prefix=fd00::/32", "--prefix-length=16", kubeconfig},
-			wantErr: []string{"--prefix-length 16 does not fit strictly inside --from-prefix fd00::/32: write 33 to 128"}},
+			wantErr: []string{"--prefix-length 16: must fit strictly inside the pool fd00::/32: write 33 to 128"}},
 		{name: "PREFIX outside --from-prefix", args: []string{"registry", "claim", "a", "11.0.0.0/16", "--from=org", "--from-prefix=10.0.0.0/8", kubeconfig},
-			wantErr: []string{"PREFIX 11.0.0.0/16 is not inside --from-prefix 10.0.0.0/8"}},
+			wantErr: []string{`PREFIX "11.0.0.0/16": must lie strictly inside from.prefix 10.0.0.0/8: write a longer sub-prefix of it`}},
 		{name: "--name with two prefixes", args: []string{"registry", "claim", "a", "10.0.0.0/16", "10.1.0.0/16", "--name=pods", kubeconfig},
 			wantErr: []string{"--name names one record, and 2 PREFIX arguments make 2: give one PREFIX with --name, or leave --name out"}},
 		{name: "--name not a label", args: []string{"registry", "claim", "a", "--from=org", "--prefix-length=16", "--name=pods.v4", kubeconfig}, wantErr: []string{`--name "pods.v4": `, "write a short name such as pods-v4"}},
@@ -83,8 +87,10 @@ func TestRegistryBadArguments(t *testing.T) {
 		{name: "--from that makes no record name", args: []string{"registry", "claim", "a", "--from=" + strings.Repeat("o", 64), "--prefix-length=16", kubeconfig},
 			wantErr: []string{"--from " + strings.Repeat("o", 64) + " makes no record name: give --name, e.g. --name pods-v4"}},
 		{name: "--reference not a resource", args: []string{"registry", "claim", "a", "10.0.0.0/8", "--reference=Pods", kubeconfig},
-			wantErr: []string{`--reference "Pods": `, "write a plural resource name, with its group unless it is the core group, e.g. pods, services or servicecidrs.networking.k8s.io"}},
-		{name: "--description too long", args: []string{"registry", "claim", "a", "10.0.0.0/8", "--description=" + strings.Repeat("x", 256), kubeconfig}, wantErr: []string{"--description is 256 characters long; write at most 255"}},
+			wantErr: []string{`--reference "Pods": `, "write the plural resource name, e.g. services"}},
+		{name: "--reference of a bad group", args: []string{"registry", "claim", "a", "10.0.0.0/8", "--reference=pods.Not_A_Group", kubeconfig},
+			wantErr: []string{`--reference "pods.Not_A_Group": `, `write "" for the core group or a group such as networking.k8s.io`}},
+		{name: "--description too long", args: []string{"registry", "claim", "a", "10.0.0.0/8", "--description=" + strings.Repeat("x", 256), kubeconfig}, wantErr: []string{"--description: Too long: may not be more than 255 bytes"}},
 		{name: "empty --field-manager", args: []string{"registry", "claim", "a", "10.0.0.0/8", "--field-manager=", kubeconfig}, wantErr: []string{"--field-manager must not be empty; leave it out for the default"}},
 		{name: "claim -o wide", args: []string{"registry", "claim", "a", "10.0.0.0/8", "-o", "wide", kubeconfig}, wantErr: []string{`-o: unknown output format "wide"`}},
 		{name: "claim zero timeout", args: []string{"registry", "claim", "a", "10.0.0.0/8", "--timeout=0s", kubeconfig}, wantErr: []string{"--timeout must be positive"}},
@@ -568,10 +574,26 @@ func TestPrintJSON(t *testing.T) {
 	}
 }
 
+// binary is the command as the binary has it: under a root command that
+// prints errors itself, without usage.
+func binary() *cobra.Command {
+	root := &cobra.Command{Use: "sample-generic-controlplane", SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(NewCommand())
+	return root
+}
+
+// execute runs the command with args and returns its error and output,
+// stdout and stderr together.
+func execute(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	stdout, stderr, err := runSplit(t, args...)
+	return stdout + stderr, err
+}
+
 // runSplit runs the command with args and returns its stdout and stderr apart.
 func runSplit(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	cmd := NewCommand()
+	cmd := binary()
 	var out, errOut bytes.Buffer
 	cmd.SetArgs(args)
 	cmd.SetOut(&out)

@@ -1,4 +1,7 @@
-package app
+// Package registrycli is the registry command of sample-generic-controlplane:
+// it claims, releases and looks up address space in the NetworkClaim
+// registry of a running control plane, through client/networkregistry.
+package registrycli
 
 import (
 	"context"
@@ -31,9 +34,10 @@ import (
 // statusPending is shown for a claimed prefix the registry has not decided on.
 const statusPending = "Pending"
 
-// newRegistryCommand looks up the NetworkClaim registry of a running control
-// plane: who holds which address space.
-func newRegistryCommand() *cobra.Command {
+// NewCommand returns the registry command: it claims and releases address
+// space in the NetworkClaim registry of a running control plane, and looks
+// up who holds which.
+func NewCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "registry",
 		Short: "Claim IP address space in the NetworkClaim registry, and look up who holds which",
