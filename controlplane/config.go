@@ -2,10 +2,9 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
 	goruntime "runtime"
-	"strconv"
 	"time"
 
 	svmv1 "k8s.io/api/storagemigration/v1"
@@ -58,7 +57,8 @@ type Config struct {
 	// EmbeddedEtcd is the running etcd member; nil with external etcd.
 	EmbeddedEtcd *embeddedetcd.Server
 
-	// listener is the bound secure port, until Server.Run releases it.
+	// listener serves the secure port: CompletedOptions.Listen's, freed
+	// by Server.Run when it stops.
 	listener *servingListener
 }
 
@@ -78,12 +78,15 @@ type completedConfig struct {
 }
 
 // NewConfig builds the configuration of every server in the chain. Like
-// upstream's, it binds the secure port and needs a reachable etcd (the
-// storage factory talks to it): etcd is the started embedded member (nil
-// with --etcd-servers), which elects itself while the configuration is
-// built. NewConfig returns once both are done. On error it frees the port;
-// otherwise the server built from the configuration does, when it stops.
+// upstream's, it needs the secure port bound (CompletedOptions.Listen) and
+// a reachable etcd (the storage factory talks to it): etcd is the started
+// embedded member (nil with --etcd-servers), which elects itself while the
+// configuration is built. NewConfig returns once both are done.
 func NewConfig(ctx context.Context, opts CompletedOptions, etcd *embeddedetcd.Server) (*Config, error) {
+	listener, ok := opts.ControlPlane.SecureServing.Listener.(*servingListener)
+	if !ok {
+		return nil, errors.New("the secure port is not bound: call CompletedOptions.Listen before NewConfig")
+	}
 	logger := klog.FromContext(ctx)
 	etcdReady := make(chan error, 1)
 	readyCtx, stopWaiting := context.WithCancel(ctx)
@@ -100,34 +103,9 @@ func NewConfig(ctx context.Context, opts CompletedOptions, etcd *embeddedetcd.Se
 	} else {
 		etcdReady <- nil
 	}
-	config, err := newConfig(ctx, opts, etcd)
-	if err != nil {
-		stopWaiting()
-		<-etcdReady
-		return nil, err
-	}
-	if err := <-etcdReady; err != nil {
-		config.listener.release()
-		return nil, err
-	}
-	return config, nil
-}
-
-func newConfig(ctx context.Context, opts CompletedOptions, etcd *embeddedetcd.Server) (*Config, error) {
-	ss := opts.ControlPlane.SecureServing
-	if ss.Listener == nil {
-		addr := net.JoinHostPort(ss.BindAddress.String(), strconv.Itoa(ss.BindPort))
-		listener, port, err := genericoptions.CreateListener(ss.BindNetwork, addr, net.ListenConfig{})
-		if err != nil {
-			return nil, fmt.Errorf("--secure-port %d on --bind-address %s: %w", ss.BindPort, ss.BindAddress, err)
-		}
-		ss.Listener, ss.BindPort = listener, port
-	}
-	listener := newServingListener(ss.Listener)
-	ss.Listener = listener
-	enableMutexProfile(opts.ControlPlane.Features)
 
 	start := time.Now()
+	enableMutexProfile(opts.ControlPlane.Features)
 	// Upstream's sample assumes three API servers; with more than one, a
 	// new CRD waits 5 s before it is Established so the others can catch
 	// up. Nobody else can reach the embedded etcd: this server is the only one.
@@ -137,24 +115,20 @@ func newConfig(ctx context.Context, opts CompletedOptions, etcd *embeddedetcd.Se
 	}
 	apis, err := newAPIsConfig(opts, apiServerCount)
 	if err != nil {
-		listener.release()
+		// The member is not waited for: its owner closes it.
+		stopWaiting()
+		<-etcdReady
 		return nil, fmt.Errorf("configuring the API servers: %w", err)
 	}
-	klog.FromContext(ctx).V(1).Info("API servers configured", "duration", time.Since(start))
+	logger.V(1).Info("API servers configured", "duration", time.Since(start))
+	if err := <-etcdReady; err != nil {
+		return nil, err
+	}
 	return &Config{Options: opts, APIs: apis, EmbeddedEtcd: etcd, listener: listener}, nil
 }
 
-// Complete fills in the fields derived from others. On error it frees the
-// secure port, as NewConfig and New do.
+// Complete fills in the fields derived from others.
 func (c *Config) Complete() (CompletedConfig, error) {
-	completed, err := c.complete()
-	if err != nil {
-		c.listener.release()
-	}
-	return completed, err
-}
-
-func (c *Config) complete() (CompletedConfig, error) {
 	apis, err := c.APIs.Complete()
 	if err != nil {
 		return CompletedConfig{}, err

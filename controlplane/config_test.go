@@ -47,3 +47,21 @@ func TestServeConfigFailureStopsEmbeddedEtcd(t *testing.T) {
 	}
 	d.Close()
 }
+
+// NewConfig serves on the port Listen bound; without it, it says so.
+func TestNewConfigNeedsListen(t *testing.T) {
+	o := NewOptions()
+	o.DataDir = t.TempDir()
+	d, err := o.PrepareDataDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	completed, err := o.Complete(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewConfig(t.Context(), completed, nil); err == nil || !strings.Contains(err.Error(), "call CompletedOptions.Listen") {
+		t.Errorf("NewConfig without Listen: %v, want an error naming Listen", err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/metrics"
@@ -438,6 +439,28 @@ func (o *Options) servingHosts() []string {
 // ones joined when they were added (AddAPIGroup).
 func (c CompletedOptions) Validate() []error {
 	return c.ControlPlane.Validate()
+}
+
+// Listen binds the secure port (--bind-address, --secure-port; port 0
+// picks a free one) unless the options carry a listener already, and
+// returns it: close it once the server has stopped. Bind it before etcd
+// starts, so that a port in use fails before etcd is touched.
+func (c CompletedOptions) Listen() (net.Listener, error) {
+	ss := c.ControlPlane.SecureServing
+	if ss.Listener == nil {
+		addr := net.JoinHostPort(ss.BindAddress.String(), strconv.Itoa(ss.BindPort))
+		listener, port, err := genericoptions.CreateListener(ss.BindNetwork, addr, net.ListenConfig{})
+		if err != nil {
+			return nil, fmt.Errorf("--secure-port %d on --bind-address %s: %w", ss.BindPort, ss.BindAddress, err)
+		}
+		ss.Listener, ss.BindPort = listener, port
+	}
+	// The server's own view of it, which frees the port when the server
+	// stops even if upstream's HTTP server was left behind (listener.go).
+	if _, ok := ss.Listener.(*servingListener); !ok {
+		ss.Listener = newServingListener(ss.Listener)
+	}
+	return ss.Listener, nil
 }
 
 // StartEtcd starts the embedded etcd member on the data dir

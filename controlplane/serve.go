@@ -59,11 +59,11 @@ func (o *Options) ApplyToProcess(logs bool) (flush func(), err error) {
 // Serve starts the control plane of o and runs it until ctx is done, then
 // stops it and gives everything back: each step of the library in order,
 //
-//	Validate → PrepareDataDir → Complete → Validate → StartEtcd →
-//	NewConfig → Complete → New → Run
+//	Validate → PrepareDataDir → Complete → Validate → Listen →
+//	StartEtcd → NewConfig → Complete → New → Run
 //
-// and on the way out, once Run has returned, etcd is closed and the data
-// dir unlocked. ready, if not nil, is called once the server serves (its
+// and on the way out, once Run has returned, etcd is closed, the port freed
+// and the data dir unlocked. ready, if not nil, is called once the server serves (its
 // Ready). Apply the flags first (ApplyToProcess).
 func Serve(ctx context.Context, o *Options, ready func(*Server)) error {
 	if err := o.Validate(); err != nil {
@@ -81,6 +81,11 @@ func Serve(ctx context.Context, o *Options, ready func(*Server)) error {
 	if errs := completed.Validate(); len(errs) > 0 {
 		return utilerrors.NewAggregate(errs)
 	}
+	listener, err := completed.Listen()
+	if err != nil {
+		return err
+	}
+	defer listener.Close() //nolint:errcheck // Run frees it already, unless it never ran
 	etcd, err := completed.StartEtcd(ctx)
 	if err != nil {
 		return err

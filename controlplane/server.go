@@ -52,18 +52,8 @@ type preparedAPIs interface {
 // aggregator) with every post-start hook (the bootstraps) and health check
 // (one per controller), and prepares it to run (the OpenAPI documents are
 // built here), so that every wiring error comes back from New, before
-// anything serves. etcd must be ready: the storage talks to it. On error New
-// frees the secure port.
+// anything serves. etcd must be ready: the storage talks to it.
 func (c CompletedConfig) New() (*Server, error) {
-	s, err := c.newServer()
-	if err != nil {
-		c.listener.release()
-		return nil, err
-	}
-	return s, nil
-}
-
-func (c CompletedConfig) newServer() (*Server, error) {
 	opts := c.Options
 	chain, core, err := createServerChain(c.APIs, opts.APIGroups)
 	if err != nil {
