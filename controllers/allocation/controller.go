@@ -271,9 +271,9 @@ func (c *Controller) decide(ctx context.Context, name string) {
 	var wake []string
 	if claim == nil {
 		wake = c.ledger.recordStored(name, nil)
-		if e, ok := c.ledger.claims[name]; ok {
+		if uid, ok := c.ledger.uidOf(name); ok {
 			// Enough of the object for the events of its release.
-			deleted = &networkingv1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: e.uid}}
+			deleted = &networkingv1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid}}
 		}
 		changes = c.ledger.forget(name, "")
 	} else {
@@ -316,9 +316,9 @@ func (c *Controller) report(ctx context.Context, changes []change, deleted *netw
 		switch {
 		case ch.kind == changeBlocker:
 			continue // only the message changes
-		case ch.kind == changeUnavailable && ch.reason == reasonConflict:
+		case ch.kind == changeUnavailable && ch.reason == networkingv1alpha1.ReasonConflict:
 			conflictsTotal.Inc()
-		case ch.kind == changeUnavailable && ch.reason == reasonPoolExhausted:
+		case ch.kind == changeUnavailable && ch.reason == networkingv1alpha1.ReasonPoolExhausted:
 			poolExhaustedTotal.Inc()
 		}
 		if claim == nil {
@@ -511,7 +511,7 @@ func recordedOf(claim *networkingv1alpha1.NetworkClaim) map[recordKey]recordedSt
 		s.prefix, _ = netip.ParsePrefix(r.Prefix)
 		s.seq, _ = strconv.ParseUint(r.FirstSeenResourceVersion, 10, 64)
 		if s.reason == "" && !s.allocated {
-			s.reason = reasonConflict // written before reasons were
+			s.reason = networkingv1alpha1.ReasonConflict // written before reasons were
 		}
 		if c := r.ConflictsWith; c != nil {
 			s.conflict.claim = c.Claim

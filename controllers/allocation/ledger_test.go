@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/diff"
+
+	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 )
 
 // t0 is the fake clock's time.
@@ -265,7 +267,7 @@ func statusOf(l *ledger) []claimSpec {
 			if r.prefix.IsValid() {
 				rs.prefix = r.prefix
 			}
-			if r.reason == reasonConflict {
+			if r.reason == networkingv1alpha1.ReasonConflict {
 				rs.conflict = r.holder
 			}
 			s.recorded[k] = rs
@@ -294,7 +296,7 @@ func TestLedgerRestore(t *testing.T) {
 		// Written before the order was recorded: waits ahead of others.
 		func() claimSpec {
 			s := spec("legacy", 50, exact("10.0.0.0/24"))
-			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.0.0.0/24")}: {date: t0, reason: reasonConflict}}
+			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.0.0.0/24")}: {date: t0, reason: networkingv1alpha1.ReasonConflict}}
 			return s
 		}(),
 		func() claimSpec {
@@ -304,7 +306,7 @@ func TestLedgerRestore(t *testing.T) {
 		}(),
 		func() claimSpec {
 			s := spec("newer", 60, exact("10.0.0.0/20"))
-			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.0.0.0/20")}: {seq: 7, reason: reasonConflict, conflict: holding{"holder", netip.MustParsePrefix("10.0.0.0/16")}}}
+			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.0.0.0/20")}: {seq: 7, reason: networkingv1alpha1.ReasonConflict, conflict: holding{"holder", netip.MustParsePrefix("10.0.0.0/16")}}}
 			return s
 		}(),
 		// A pool record keeps the prefix its status records.

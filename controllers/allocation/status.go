@@ -19,9 +19,9 @@ const reasonAllocated = "Allocated"
 // record's reason and conflictsWith say it for programs.
 func unavailableMessage(reason string, prefix netip.Prefix, length int, holder holding) string {
 	switch reason {
-	case reasonPoolExhausted:
+	case networkingv1alpha1.ReasonPoolExhausted:
 		return fmt.Sprintf("no free /%d in %s of NetworkClaim %s", length, holder.prefix, holder.claim)
-	case reasonPoolNotFound:
+	case networkingv1alpha1.ReasonPoolNotFound:
 		switch {
 		case length < 0:
 			return fmt.Sprintf("NetworkClaim %s holds no allocated delegable prefix that strictly contains %s", holder.claim, prefix)
@@ -72,7 +72,7 @@ func desiredStatus(claim *networkingv1alpha1.NetworkClaim, generation int64, dec
 			s.Status = networkingv1alpha1.AllocationUnavailable
 			s.Reason = d.reason
 			s.Message = unavailableMessage(d.reason, d.prefix, d.length, d.holder)
-			if d.reason == reasonConflict {
+			if d.reason == networkingv1alpha1.ReasonConflict {
 				s.ConflictsWith = &networkingv1alpha1.ClaimedPrefix{Claim: d.holder.claim, Prefix: d.holder.prefix.String()}
 			}
 			unavailable = append(unavailable, s)

@@ -26,8 +26,8 @@ func TestDesiredStatusRoundTrip(t *testing.T) {
 	since := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	decisions := map[recordKey]decision{
 		{name: "pods"}: {allocated: true, prefix: netip.MustParsePrefix("10.1.0.0/16"), length: 16, parent: holding{"org", netip.MustParsePrefix("10.0.0.0/8")}, seq: 42, since: since},
-		{prefix: netip.MustParsePrefix("10.96.0.0/12")}: {prefix: netip.MustParsePrefix("10.96.0.0/12"), length: -1, reason: reasonConflict, holder: holding{"kube", netip.MustParsePrefix("10.96.0.0/16")}, seq: 43, since: since},
-		{name: "more"}: {length: 16, reason: reasonPoolExhausted, holder: holding{"org", netip.MustParsePrefix("10.0.0.0/8")}, seq: 44, since: since},
+		{prefix: netip.MustParsePrefix("10.96.0.0/12")}: {prefix: netip.MustParsePrefix("10.96.0.0/12"), length: -1, reason: networkingv1alpha1.ReasonConflict, holder: holding{"kube", netip.MustParsePrefix("10.96.0.0/16")}, seq: 43, since: since},
+		{name: "more"}: {length: 16, reason: networkingv1alpha1.ReasonPoolExhausted, holder: holding{"org", netip.MustParsePrefix("10.0.0.0/8")}, seq: 44, since: since},
 	}
 	status := desiredStatus(claim, 3, decisions)
 	want := []networkingv1alpha1.AddressSpaceStatus{
@@ -61,10 +61,10 @@ func TestDesiredStatusRoundTrip(t *testing.T) {
 	if r := recorded[recordKey{name: "pods"}]; !r.allocated || r.prefix != netip.MustParsePrefix("10.1.0.0/16") || r.seq != 42 {
 		t.Errorf("pods read back as %+v", r)
 	}
-	if r := recorded[recordKey{prefix: netip.MustParsePrefix("10.96.0.0/12")}]; r.allocated || r.reason != reasonConflict || r.conflict != (holding{"kube", netip.MustParsePrefix("10.96.0.0/16")}) {
+	if r := recorded[recordKey{prefix: netip.MustParsePrefix("10.96.0.0/12")}]; r.allocated || r.reason != networkingv1alpha1.ReasonConflict || r.conflict != (holding{"kube", netip.MustParsePrefix("10.96.0.0/16")}) {
 		t.Errorf("10.96.0.0/12 read back as %+v", r)
 	}
-	if r := recorded[recordKey{name: "more"}]; r.allocated || r.reason != reasonPoolExhausted || r.prefix.IsValid() || r.seq != 44 {
+	if r := recorded[recordKey{name: "more"}]; r.allocated || r.reason != networkingv1alpha1.ReasonPoolExhausted || r.prefix.IsValid() || r.seq != 44 {
 		t.Errorf("more read back as %+v", r)
 	}
 	// Asked for another length since, pods's allocation answers an earlier
