@@ -35,8 +35,7 @@ func (l *ledger) pools(req request) []*record {
 // walked again from its start.
 func (l *ledger) firstFit(pool *record, length int) (netip.Prefix, bool) {
 	p := pool.prefix
-	bits := p.Addr().BitLen()
-	cursor, last := toUint128(p.Addr()), toUint128(lastAddr(p))
+	cursor, last := p.Addr(), lastAddr(p)
 	mark, marked := l.full[pool]
 	if marked {
 		if mark.full {
@@ -54,19 +53,24 @@ func (l *ledger) firstFit(pool *record, length int) (netip.Prefix, bool) {
 			return netip.Prefix{}, false
 		}
 	}
-	size := uint128{}.addOne().shl(uint(bits - length))
 	// free is the first address no allocation takes, once seen; taken
 	// says every address to the pool's end is.
-	var free uint128
+	var free netip.Addr
 	seen, taken := false, false
-	fits := func() (uint128, bool) {
-		start, ok := cursor.alignUp(uint(bits - length))
-		if !ok || last.less(start) || last.less(start.add(size).sub1()) {
-			return uint128{}, false
+	// fits returns the first prefix of the length at or after the cursor,
+	// if the pool holds it.
+	fits := func() (netip.Prefix, bool) {
+		start := cursor
+		if aligned := netip.PrefixFrom(cursor, length).Masked(); aligned.Addr() != cursor {
+			start = lastAddr(aligned).Next() // invalid past the family's last address
 		}
-		return start, true
+		candidate := netip.PrefixFrom(start, length)
+		if !start.IsValid() || last.Less(lastAddr(candidate)) {
+			return netip.Prefix{}, false
+		}
+		return candidate, true
 	}
-	done := func(found bool, start uint128) (netip.Prefix, bool) {
+	done := func(found bool, candidate netip.Prefix) (netip.Prefix, bool) {
 		if !seen {
 			free = cursor
 		}
@@ -74,56 +78,56 @@ func (l *ledger) firstFit(pool *record, length int) (netip.Prefix, bool) {
 		if !found {
 			return netip.Prefix{}, false
 		}
-		return netip.PrefixFrom(start.addr(bits), length), true
+		return candidate, true
 	}
 	for _, block := range cover(p, cursor, nil) {
 		for q := range l.held.Overlapping(block) {
 			if q.Bits() <= p.Bits() {
 				continue // the pool and its chain
 			}
-			first, end := toUint128(q.Addr()), toUint128(lastAddr(q))
-			if end.less(cursor) {
+			first, end := q.Addr(), lastAddr(q)
+			if end.Less(cursor) {
 				continue // inside one passed already
 			}
-			if cursor.less(first) && !seen {
+			if cursor.Less(first) && !seen {
 				free, seen = cursor, true
 			}
-			start, ok := fits()
+			candidate, ok := fits()
 			if !ok {
-				return done(false, uint128{})
+				return done(false, netip.Prefix{})
 			}
-			if start.add(size).sub1().less(first) {
-				return done(true, start)
+			if lastAddr(candidate).Less(first) {
+				return done(true, candidate)
 			}
 			if end == last {
 				taken = true
-				return done(false, uint128{})
+				return done(false, netip.Prefix{})
 			}
-			if next := end.addOne(); cursor.less(next) {
+			if next := end.Next(); cursor.Less(next) {
 				cursor = next
 			}
 		}
 	}
-	start, ok := fits()
-	return done(ok, start)
+	candidate, ok := fits()
+	return done(ok, candidate)
 }
 
 // fullMark is how far a pool is taken from its start: every address below
 // low is allocated; full when all of it is.
 type fullMark struct {
-	low  uint128
+	low  netip.Addr
 	full bool
 }
 
 // lowerFullMarks moves the full marks of the pools around a freed prefix
 // down to it.
 func (l *ledger) lowerFullMarks(freed netip.Prefix) {
-	start := toUint128(freed.Addr())
+	start := freed.Addr()
 	for q, h := range l.held.Overlapping(freed) {
 		if q.Bits() >= freed.Bits() {
 			break
 		}
-		if mark, ok := l.full[h]; ok && (mark.full || start.less(mark.low)) {
+		if mark, ok := l.full[h]; ok && (mark.full || start.Less(mark.low)) {
 			l.full[h] = fullMark{low: start}
 		}
 	}
@@ -131,16 +135,27 @@ func (l *ledger) lowerFullMarks(freed netip.Prefix) {
 
 // cover returns the CIDR blocks, in address order, that cover the
 // addresses of p from from on.
-func cover(p netip.Prefix, from uint128, out []netip.Prefix) []netip.Prefix {
-	if toUint128(lastAddr(p)).less(from) {
+func cover(p netip.Prefix, from netip.Addr, out []netip.Prefix) []netip.Prefix {
+	if lastAddr(p).Less(from) {
 		return out
 	}
-	if !toUint128(p.Addr()).less(from) || p.Bits() == p.Addr().BitLen() {
+	if !p.Addr().Less(from) || p.IsSingleIP() {
 		return append(out, p)
 	}
-	bits := p.Addr().BitLen()
-	half := uint128{}.addOne().shl(uint(bits - p.Bits() - 1))
 	lo := netip.PrefixFrom(p.Addr(), p.Bits()+1)
-	hi := netip.PrefixFrom(toUint128(p.Addr()).add(half).addr(bits), p.Bits()+1)
+	hi := netip.PrefixFrom(lastAddr(lo).Next(), p.Bits()+1)
 	return cover(hi, from, cover(lo, from, out))
+}
+
+// lastAddr is the highest address of p.
+func lastAddr(p netip.Prefix) netip.Addr {
+	a := p.Masked().Addr()
+	b := a.As16()
+	for i, host := len(b)-1, a.BitLen()-p.Bits(); host > 0; i, host = i-1, host-8 {
+		b[i] |= 0xff >> max(8-host, 0)
+	}
+	if a.Is4() {
+		return netip.AddrFrom16(b).Unmap()
+	}
+	return netip.AddrFrom16(b)
 }
