@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,7 +43,6 @@ import (
 	clientscheme "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/scheme"
 	"sigs.k8s.io/sample-generic-controlplane/client/informers/externalversions"
 	listers "sigs.k8s.io/sample-generic-controlplane/client/listers/networking/v1alpha1"
-	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
@@ -224,7 +222,7 @@ func (c *Controller) restore(ctx context.Context) {
 	c.mu.Lock()
 	for _, claim := range claims {
 		s := specOf(ctx, claim)
-		s.recorded = recordedOf(claim)
+		s.recorded = recordedOf(claim, s.records)
 		specs = append(specs, s)
 		c.ledger.recordStored(claim.Name, storedAllocations(claim))
 	}
@@ -387,7 +385,7 @@ func (c *Controller) writeStatus(ctx context.Context, name string) error {
 		return nil
 	}
 	status := desiredStatus(claim, generation, decisions)
-	fenced := c.ledger.fenced(name, newlyAllocated(claim.Status, status))
+	fenced := c.ledger.fenced(name, newlyAllocated(claim, decisions))
 	c.mu.Unlock()
 	if fenced {
 		// The release's event queues the claim again; the rate-limited
@@ -408,116 +406,4 @@ func (c *Controller) writeStatus(ctx context.Context, name string) error {
 		decisionLatency.Observe(time.Since(t).Seconds())
 	}
 	return nil
-}
-
-// newlyAllocated returns the prefixes status allocates that the stored
-// status does not show allocated yet.
-func newlyAllocated(stored, status networkingv1alpha1.NetworkClaimStatus) []netip.Prefix {
-	already := map[string]bool{}
-	for _, r := range stored.AddressSpace {
-		already[r.Prefix] = r.Status == networkingv1alpha1.AllocationAllocated
-	}
-	var out []netip.Prefix
-	for _, r := range status.AddressSpace {
-		if r.Status != networkingv1alpha1.AllocationAllocated || already[r.Prefix] {
-			continue
-		}
-		if p, err := netip.ParsePrefix(r.Prefix); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// storedAllocations are the prefixes a claim's status records as
-// allocated, whether still in spec or not.
-func storedAllocations(claim *networkingv1alpha1.NetworkClaim) []netip.Prefix {
-	var out []netip.Prefix
-	for _, r := range claim.Status.AddressSpace {
-		if r.Status != networkingv1alpha1.AllocationAllocated {
-			continue
-		}
-		if p, err := netip.ParsePrefix(r.Prefix); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// specOf is what the ledger needs of a claim's spec.
-func specOf(ctx context.Context, claim *networkingv1alpha1.NetworkClaim) claimSpec {
-	s := claimSpec{name: claim.Name, uid: claim.UID, generation: claim.Generation}
-	s.resourceVersion, _ = strconv.ParseUint(claim.ResourceVersion, 10, 64)
-	for _, r := range claim.Spec.AddressSpace {
-		rs, err := recordSpecOf(r)
-		if err != nil {
-			// Validation admits only canonical records; a stored one that
-			// does not parse is left undecided rather than guessed at.
-			klog.FromContext(ctx).Error(err, "Ignoring a record that does not parse", "claim", claim.Name, "record", r.Name, "prefix", r.Prefix)
-			continue
-		}
-		s.records = append(s.records, rs)
-	}
-	return s
-}
-
-// recordSpecOf reads a spec record.
-func recordSpecOf(r networkingv1alpha1.AddressSpaceRecord) (recordSpec, error) {
-	rs := recordSpec{key: recordKey{name: r.Name}, req: request{length: -1, delegable: r.Delegable}}
-	if r.From != nil {
-		rs.req.from = r.From.Claim
-		if r.From.Prefix != "" {
-			pool, err := netip.ParsePrefix(r.From.Prefix)
-			if err != nil {
-				return recordSpec{}, err
-			}
-			rs.req.pool = pool
-		}
-	}
-	if r.PrefixLength != nil {
-		if r.From == nil || r.Name == "" {
-			return recordSpec{}, fmt.Errorf("a record with prefixLength needs name and from")
-		}
-		rs.req.length = int(*r.PrefixLength)
-		return rs, nil
-	}
-	p, err := netip.ParsePrefix(r.Prefix)
-	if err != nil {
-		return recordSpec{}, err
-	}
-	rs.req.prefix = p
-	if r.Name == "" {
-		rs.key.prefix = p
-	}
-	return rs, nil
-}
-
-// recordedOf is the decisions a claim's status records, by record key:
-// the status records that answer a spec record as it asks now (see
-// networkregistry.Decisions), so that a record that asks for other space
-// than it was given is decided again.
-func recordedOf(claim *networkingv1alpha1.NetworkClaim) map[recordKey]recordedStatus {
-	out := map[recordKey]recordedStatus{}
-	for _, d := range networkregistry.Decisions(claim) {
-		r := d.Status
-		if r == nil {
-			continue
-		}
-		rs, err := recordSpecOf(d.Record)
-		if err != nil {
-			continue
-		}
-		s := recordedStatus{allocated: r.Status == networkingv1alpha1.AllocationAllocated, date: r.Date.Time, reason: r.Reason}
-		s.prefix, _ = netip.ParsePrefix(r.Prefix)
-		s.seq, _ = strconv.ParseUint(r.FirstSeenResourceVersion, 10, 64)
-		if s.reason == "" && !s.allocated {
-			s.reason = networkingv1alpha1.ReasonConflict // written before reasons were
-		}
-		if c := r.ConflictsWith; c != nil {
-			s.conflict.claim = c.Claim
-			s.conflict.prefix, _ = netip.ParsePrefix(c.Prefix)
-		}
-		out[rs.key] = s
-	}
-	return out
 }

@@ -88,12 +88,12 @@ func (tc *testController) decision(t *testing.T, name string, uid types.UID, pre
 	if !ok {
 		return "unknown"
 	}
-	for k, d := range records {
-		if k.String() == prefix {
+	for _, d := range records {
+		if d.key.String() == prefix {
 			if d.allocated {
 				return "Allocated"
 			}
-			return "Unavailable: " + unavailableMessage(d.reason, d.prefix, d.length, d.holder)
+			return "Unavailable: " + unavailableMessage(d.reason, d.prefix, d.req.length, d.holder)
 		}
 	}
 	return "absent"

@@ -45,42 +45,6 @@ type ledger struct {
 	fence fence
 }
 
-// recordKey identifies a record within its claim, as the API's list keys
-// do: by name when it has one, else by prefix.
-type recordKey struct {
-	name   string
-	prefix netip.Prefix
-}
-
-func (k recordKey) String() string {
-	if k.name != "" {
-		return k.name
-	}
-	return k.prefix.String()
-}
-
-// request is what a spec record asks for.
-type request struct {
-	// prefix is the prefix claimed; invalid for a pool record.
-	prefix netip.Prefix
-	// from is the claim the record is taken from, pool (if valid) which of
-	// its delegable prefixes.
-	from string
-	pool netip.Prefix
-	// length is a pool record's prefix length; -1 for a record that names
-	// its prefix.
-	length int
-	// delegable lets records of other claims be taken from this one.
-	delegable bool
-}
-
-// sameSpace reports whether two requests ask for the same space, so that a
-// decision on one stands for the other: only delegable may differ.
-func (r request) sameSpace(o request) bool {
-	r.delegable, o.delegable = false, false
-	return r == o
-}
-
 // claimEntry is the ledger's view of one claim.
 type claimEntry struct {
 	uid        types.UID
@@ -94,8 +58,7 @@ type claimEntry struct {
 // record is the ledger's state of one spec record.
 type record struct {
 	claim string
-	key   recordKey
-	req   request
+	recordSpec
 
 	allocated bool
 	// prefix is the allocated prefix; for a waiting record that names its
@@ -125,45 +88,11 @@ type holding struct {
 	prefix netip.Prefix
 }
 
-// decision is a copy of a record's state, with the delegation step of an
+// decision is a copy of a record, with the delegation step of an
 // allocated record, for status writes.
 type decision struct {
-	allocated bool
-	prefix    netip.Prefix
-	reason    string
-	holder    holding
-	length    int
-	parent    holding
-	seq       uint64
-	since     time.Time
-}
-
-// claimSpec is what the ledger needs of a claim.
-type claimSpec struct {
-	name            string
-	uid             types.UID
-	generation      int64
-	resourceVersion uint64
-	records         []recordSpec
-	// recorded is the claim's status, by record key; used by restore only.
-	recorded map[recordKey]recordedStatus
-}
-
-// recordSpec is one spec record.
-type recordSpec struct {
-	key recordKey
-	req request
-}
-
-// recordedStatus is a status record as stored.
-type recordedStatus struct {
-	allocated bool
-	prefix    netip.Prefix
-	date      time.Time
-	seq       uint64
-	reason    string
-	// conflict is the allocation a Conflict record names.
-	conflict holding
+	record
+	parent holding
 }
 
 // changeKind says what happened to a record.
@@ -223,24 +152,24 @@ func (l *ledger) sync(c claimSpec) []change {
 		l.claims[c.name] = e
 	}
 	e.generation = c.generation
-	inSpec := map[recordKey]request{}
+	inSpec := map[recordKey]recordSpec{}
 	e.order = e.order[:0]
-	for _, r := range c.records {
-		inSpec[r.key] = r.req
-		e.order = append(e.order, r.key)
+	for _, rs := range c.records {
+		inSpec[rs.key] = rs
+		e.order = append(e.order, rs.key)
 	}
 	var freed []*record
 	var delegated []string
 	for _, k := range sortedKeys(e.records) {
 		r := e.records[k]
-		req, ok := inSpec[k]
-		if ok && req.sameSpace(r.req) {
-			if req.delegable != r.req.delegable && r.allocated {
+		rs, ok := inSpec[k]
+		if ok && rs.req.sameSpace(r.req) {
+			if rs.req.delegable != r.req.delegable && r.allocated {
 				// A pool more or less: its claim's waiters wait
 				// differently now.
 				delegated = append(delegated, c.name)
 			}
-			r.req.delegable = req.delegable
+			r.recordSpec = rs
 			continue
 		}
 		if l.drop(r) {
@@ -258,7 +187,7 @@ func (l *ledger) sync(c claimSpec) []change {
 		if _, ok := e.records[rs.key]; ok {
 			continue
 		}
-		r := &record{claim: c.name, key: rs.key, req: rs.req, seq: c.resourceVersion, since: now.Truncate(time.Second), observed: now}
+		r := &record{claim: c.name, recordSpec: rs, seq: c.resourceVersion, since: now.Truncate(time.Second), observed: now}
 		e.records[rs.key] = r
 		l.total++
 		changes = append(changes, l.decide(r))
@@ -334,21 +263,23 @@ func (l *ledger) wait(r *record, p netip.Prefix, reason string, holder holding) 
 }
 
 // records returns the ledger's decisions for a claim at the generation it
-// last synced, or false if it does not know the claim (of that uid).
-func (l *ledger) records(name string, uid types.UID) (int64, map[recordKey]decision, bool) {
+// last synced, in spec order, or false if it does not know the claim (of
+// that uid).
+func (l *ledger) records(name string, uid types.UID) (int64, []decision, bool) {
 	e, ok := l.claims[name]
 	if !ok || e.uid != uid {
 		return 0, nil, false
 	}
-	out := make(map[recordKey]decision, len(e.records))
-	for k, r := range e.records {
-		d := decision{allocated: r.allocated, prefix: r.prefix, reason: r.reason, holder: r.holder, length: r.req.length, seq: r.seq, since: r.since}
+	out := make([]decision, 0, len(e.order))
+	for _, k := range e.order {
+		r := e.records[k]
+		d := decision{record: *r}
 		if r.allocated {
 			if parent := l.parentFor(r.req, r.prefix, false); parent != nil {
 				d.parent = holding{claim: parent.claim, prefix: parent.prefix}
 			}
 		}
-		out[k] = d
+		out = append(out, d)
 	}
 	return e.generation, out, true
 }

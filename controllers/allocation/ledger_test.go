@@ -25,6 +25,9 @@ func testLedger() *ledger { return newLedger(func() time.Time { return t0 }) }
 // spec is claim name at resourceVersion rv (and generation rv: each write
 // of these tests changes the spec), with uid name-uid.
 func spec(name string, rv uint64, records ...recordSpec) claimSpec {
+	for i := range records {
+		records[i].index = i
+	}
 	return claimSpec{name: name, uid: types.UID(name + "-uid"), generation: int64(rv), resourceVersion: rv, records: records}
 }
 
@@ -62,7 +65,7 @@ func state(l *ledger) map[string]string {
 	out := map[string]string{}
 	for name, e := range l.claims {
 		_, decisions, _ := l.records(name, e.uid)
-		for k, d := range decisions {
+		for _, d := range decisions {
 			var s string
 			switch {
 			case d.allocated && d.parent.claim != "":
@@ -70,9 +73,9 @@ func state(l *ledger) map[string]string {
 			case d.allocated:
 				s = "Allocated " + d.prefix.String()
 			default:
-				s = d.reason + ": " + unavailableMessage(d.reason, d.prefix, d.length, d.holder)
+				s = d.reason + ": " + unavailableMessage(d.reason, d.prefix, d.req.length, d.holder)
 			}
-			out[name+"/"+k.String()] = s
+			out[name+"/"+d.key.String()] = s
 		}
 	}
 	return out
@@ -283,7 +286,7 @@ func statusOf(l *ledger) []claimSpec {
 		s := claimSpec{name: name, uid: e.uid, generation: e.generation, resourceVersion: 1 << 40, recorded: map[recordKey]recordedStatus{}}
 		for _, k := range e.order {
 			r := e.records[k]
-			s.records = append(s.records, recordSpec{key: k, req: r.req})
+			s.records = append(s.records, r.recordSpec)
 			rs := recordedStatus{allocated: r.allocated, date: r.since, seq: r.seq, reason: r.reason}
 			if r.prefix.IsValid() {
 				rs.prefix = r.prefix

@@ -29,7 +29,7 @@ func (l *ledger) restore(claims []claimSpec) []change {
 		l.claims[c.name] = e
 		for _, rs := range c.records {
 			e.order = append(e.order, rs.key)
-			r := &record{claim: c.name, key: rs.key, req: rs.req, seq: c.resourceVersion, since: now.Truncate(time.Second)}
+			r := &record{claim: c.name, recordSpec: rs, seq: c.resourceVersion, since: now.Truncate(time.Second)}
 			e.records[rs.key] = r
 			l.total++
 			s, ok := c.recorded[rs.key]

@@ -3,6 +3,7 @@ package allocation
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,22 +35,16 @@ func unavailableMessage(reason string, prefix netip.Prefix, length int, holder h
 }
 
 // desiredStatus renders the ledger's decisions on a claim as its status:
-// one record per spec record, in spec order, and the Ready condition.
-func desiredStatus(claim *networkingv1alpha1.NetworkClaim, generation int64, decisions map[recordKey]decision) networkingv1alpha1.NetworkClaimStatus {
+// one record per spec record, in spec order, and the Ready condition. The
+// decisions are of the claim's spec at generation, as the claim is.
+func desiredStatus(claim *networkingv1alpha1.NetworkClaim, generation int64, decisions []decision) networkingv1alpha1.NetworkClaimStatus {
 	status := networkingv1alpha1.NetworkClaimStatus{
 		ObservedGeneration: generation,
 		Conditions:         append([]metav1.Condition(nil), claim.Status.Conditions...),
 	}
 	var unavailable []networkingv1alpha1.AddressSpaceStatus
-	for _, r := range claim.Spec.AddressSpace {
-		rs, err := recordSpecOf(r)
-		if err != nil {
-			continue // validation admits only records that parse
-		}
-		d, ok := decisions[rs.key]
-		if !ok {
-			continue
-		}
+	for _, d := range decisions {
+		r := claim.Spec.AddressSpace[d.index]
 		s := networkingv1alpha1.AddressSpaceStatus{
 			Name:        r.Name,
 			Reference:   r.Reference.DeepCopy(),
@@ -71,7 +66,7 @@ func desiredStatus(claim *networkingv1alpha1.NetworkClaim, generation int64, dec
 		} else {
 			s.Status = networkingv1alpha1.AllocationUnavailable
 			s.Reason = d.reason
-			s.Message = unavailableMessage(d.reason, d.prefix, d.length, d.holder)
+			s.Message = unavailableMessage(d.reason, d.prefix, d.req.length, d.holder)
 			if d.reason == networkingv1alpha1.ReasonConflict {
 				s.ConflictsWith = &networkingv1alpha1.ClaimedPrefix{Claim: d.holder.claim, Prefix: d.holder.prefix.String()}
 			}
@@ -104,4 +99,18 @@ func describeStatus(s networkingv1alpha1.AddressSpaceStatus) string {
 		return s.Prefix
 	}
 	return s.Name
+}
+
+// newlyAllocated returns the prefixes the decisions allocate that the
+// claim's stored status does not show allocated yet: what the write fence
+// must let through.
+func newlyAllocated(claim *networkingv1alpha1.NetworkClaim, decisions []decision) []netip.Prefix {
+	stored := storedAllocations(claim)
+	var out []netip.Prefix
+	for _, d := range decisions {
+		if d.allocated && !slices.Contains(stored, d.prefix) {
+			out = append(out, d.prefix)
+		}
+	}
+	return out
 }
