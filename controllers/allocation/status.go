@@ -12,8 +12,6 @@ import (
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 )
 
-const reasonAllocated = "Allocated"
-
 // unavailableMessage says, for people, why a record waits: which claim
 // holds the space ("overlaps 10.96.0.0/12 held by NetworkClaim
 // kube-apiserver"), or which pool has no room or is missing. The status
@@ -77,7 +75,7 @@ func desiredStatus(claim *networkingv1alpha1.NetworkClaim, generation int64, dec
 	ready := metav1.Condition{
 		Type:               networkingv1alpha1.ConditionReady,
 		Status:             metav1.ConditionTrue,
-		Reason:             reasonAllocated,
+		Reason:             networkingv1alpha1.ReasonAllocated,
 		Message:            fmt.Sprintf("all %d records are allocated", len(status.AddressSpace)),
 		ObservedGeneration: generation,
 	}
