@@ -42,13 +42,19 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
 	clientscheme "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/scheme"
 	"sigs.k8s.io/sample-generic-controlplane/client/informers/externalversions"
+	networkinginformers "sigs.k8s.io/sample-generic-controlplane/client/informers/externalversions/networking/v1alpha1"
 	listers "sigs.k8s.io/sample-generic-controlplane/client/listers/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
 const (
-	// Name selects the controller in --controllers.
-	Name = "networkclaim-allocation"
+	// Name selects the controller in --controllers; it ends in
+	// -controller, as kube-controller-manager's names do.
+	Name = "networkclaim-allocation-controller"
+	// ShortName is the controller's first name: --controllers accepts it
+	// as an alias, and it names the controller's work queues and its log
+	// lines, which users watch.
+	ShortName = "networkclaim-allocation"
 	// Identity is the controller's service account in kube-system, and the
 	// event source and field manager of its status writes.
 	Identity = "networkclaim-allocation-controller"
@@ -69,46 +75,72 @@ func Descriptor() controller.Descriptor {
 	group := networkingv1alpha1.GroupName
 	return controller.Descriptor{
 		Name:           Name,
+		Aliases:        []string{ShortName},
 		ServiceAccount: Identity,
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{group}, Resources: []string{"networkclaims"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{group}, Resources: []string{"networkclaims/status"}, Verbs: []string{"update", "patch"}},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "update", "patch"}},
 		},
-		New: func(ctx context.Context, c *controller.Context) (controller.Run, error) {
-			return New(ctx, c)
-		},
+		New: New,
 	}
 }
 
-// New builds the controller.
-func New(ctx context.Context, c *controller.Context) (func(context.Context), error) {
+// New builds the controller for a manager: its clients act as Identity,
+// and its informer factory, of our own clientset, is handed to the manager,
+// which starts it with the shared ones.
+func New(ctx context.Context, c *controller.Context) (controller.Run, error) {
 	config, err := c.ClientBuilder.Config(Identity)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+		return nil, fmt.Errorf("%s: %w", ShortName, err)
 	}
 	eventClient, err := kubernetes.NewForConfig(config)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+		return nil, fmt.Errorf("%s: %w", ShortName, err)
 	}
 	// NetworkClaims have no protobuf encoding.
 	config = rest.CopyConfig(config)
 	config.ContentType, config.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 	client, err := versioned.NewForConfig(config)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+		return nil, fmt.Errorf("%s: %w", ShortName, err)
 	}
-	return NewController(ctx, client, eventClient, c.ReplicaIdentity).Run, nil
+	informers := newInformerFactory(client)
+	allocator := NewController(ctx, informers.Networking().V1alpha1().NetworkClaims(), client, eventClient, c.ReplicaIdentity)
+	c.ExtraInformerFactories = append(c.ExtraInformerFactories, informers)
+	return allocator.Run, nil
 }
 
-// Controller allocates NetworkClaim records. It has the shape of upstream's
-// ServiceCIDR controller: the informer's handlers only queue claim names;
-// one decider takes them in the order they came (the order etcd stored
-// the claims) and makes every decision in the ledger; a few workers write
-// the decisions to status, each write waiting on the ledger's fence.
+// newInformerFactory returns the factory of the controller's informer.
+// Its first list is a consistent read, not whatever the watch cache of
+// this API server holds: a new leader must see every allocation the
+// previous one stored before it decides anything.
+func newInformerFactory(client versioned.Interface) externalversions.SharedInformerFactory {
+	return externalversions.NewSharedInformerFactoryWithOptions(client, 0,
+		externalversions.WithTweakListOptions(func(o *metav1.ListOptions) {
+			if o.ResourceVersion == "0" {
+				o.ResourceVersion = ""
+			}
+		}),
+		externalversions.WithTransform(controller.TrimManagedFields))
+}
+
+// Controller allocates NetworkClaim records. Its frame is that of
+// upstream's controllers, such as the ServiceCIDR controller
+// (k8s.io/kubernetes/pkg/controller/servicecidrs), which watches prefixes
+// too: informer handlers that only queue names, rate-limited work queues,
+// workers that read each object from the lister, events from a
+// broadcaster, a Ready condition in status. Its core is not: that
+// controller guards ServiceCIDR deletions (the API server's allocator hands
+// out the addresses) and works out each sync from the listers alone, while
+// this one allocates. So one decider takes the queued names in the order
+// they came (the order etcd stored the claims) and makes every decision in
+// an in-memory ledger, rebuilt from status at each start; a few workers
+// then write the decisions to status, each write waiting on the ledger's
+// fence, with optimistic concurrency rather than server-side apply, and
+// retried for as long as it fails rather than dropped after some retries.
 type Controller struct {
 	client      versioned.Interface
-	informers   externalversions.SharedInformerFactory
 	lister      listers.NetworkClaimLister
 	synced      cache.InformerSynced
 	broadcaster eventrecord.EventBroadcaster
@@ -131,33 +163,22 @@ type Controller struct {
 // stop showing an overlapping allocation.
 var errWaitingForRelease = errors.New("waiting for a released prefix to leave another claim's status")
 
-// NewController wires the controller; Run starts it. replica names this
-// replica in the events it records.
-func NewController(ctx context.Context, client versioned.Interface, eventClient kubernetes.Interface, replica string) *Controller {
+// NewController wires the controller to the claims' informer, whose
+// factory the caller starts; Run runs it. replica names this replica in the
+// events it records.
+func NewController(ctx context.Context, informer networkinginformers.NetworkClaimInformer, client versioned.Interface, eventClient kubernetes.Interface, replica string) *Controller {
 	registerMetrics()
-	// The first list is a consistent read, not whatever the watch cache of
-	// this API server holds: a new leader must see every allocation the
-	// previous one stored before it decides anything.
-	factory := externalversions.NewSharedInformerFactoryWithOptions(client, 0,
-		externalversions.WithTweakListOptions(func(o *metav1.ListOptions) {
-			if o.ResourceVersion == "0" {
-				o.ResourceVersion = ""
-			}
-		}),
-		externalversions.WithTransform(controller.TrimManagedFields))
-	informer := factory.Networking().V1alpha1().NetworkClaims()
 	broadcaster := eventrecord.NewBroadcaster()
 	c := &Controller{
 		client:      client,
-		informers:   factory,
 		lister:      informer.Lister(),
 		broadcaster: broadcaster,
 		recorder:    broadcaster.NewRecorder(clientscheme.Scheme, corev1.EventSource{Component: Identity, Host: replica}),
 		eventClient: eventClient,
 		decisions: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "-decisions"}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: ShortName + "-decisions"}),
 		statuses: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "-statuses"}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: ShortName + "-statuses"}),
 		ledger: newLedger(time.Now),
 	}
 	registration, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -183,7 +204,7 @@ func (c *Controller) enqueue(obj any) {
 // Run allocates until ctx is done.
 func (c *Controller) Run(ctx context.Context) {
 	defer utilruntime.HandleCrashWithContext(ctx)
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
+	logger := klog.FromContext(ctx).WithValues("controller", ShortName)
 	ctx = klog.NewContext(ctx, logger)
 
 	c.broadcaster.StartStructuredLogging(3)
@@ -193,10 +214,8 @@ func (c *Controller) Run(ctx context.Context) {
 	defer c.statuses.ShutDown()
 	// A replica that stops leading must not report the leader's ledger.
 	defer recordsMetric.Reset()
-	c.informers.Start(ctx.Done())
-	defer c.informers.Shutdown()
 
-	if !cache.WaitForNamedCacheSync(Name, ctx.Done(), c.synced) {
+	if !cache.WaitForNamedCacheSync(ShortName, ctx.Done(), c.synced) {
 		return
 	}
 	c.restore(ctx)
