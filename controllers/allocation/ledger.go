@@ -20,10 +20,10 @@ import (
 // may go. It is not safe for concurrent use.
 //
 // Its concerns have a file each: this one keeps the book (claims, records,
-// the prefix indexes) and what the controller asks of it; rules.go says
-// what a record may get and what it conflicts with; pools.go fills pools
-// first fit; restore.go rebuilds the book from status; fence.go holds the
-// write fence.
+// the prefix indexes) and what the controller asks of it; spec.go reads a
+// claim into records; rules.go says what a record may get and what it
+// conflicts with; pools.go fills pools first fit; restore.go rebuilds the
+// book from status; fence.go holds the write fence.
 type ledger struct {
 	now    func() time.Time
 	claims map[string]*claimEntry
@@ -55,7 +55,7 @@ type claimEntry struct {
 	order []recordKey
 }
 
-// record is the ledger's state of one spec record.
+// record is one spec record, as parsed, and the ledger's decision on it.
 type record struct {
 	claim string
 	recordSpec

@@ -12,9 +12,10 @@ import (
 // restore replaces the ledger's decisions with ones rebuilt from the
 // claims' status: recorded allocations stand (the caller passes only those
 // that answer their record's request as it is now), then records waiting
-// and undecided records are decided first come, first served. Should status ever hold overlapping
-// allocations, the first seen stands and the other is decided again. The
-// write fence is kept: it follows the informer, not the ledger.
+// and undecided records are decided first come, first served. Should
+// status ever hold overlapping allocations, the first seen stands and the
+// other is decided again. The write fence is kept: it follows the
+// informer, not the ledger.
 func (l *ledger) restore(claims []claimSpec) []change {
 	l.held, l.waiting = prefixindex.Index[*record]{}, prefixindex.Index[*record]{}
 	l.waitingFrom = map[string]map[*record]bool{}

@@ -15,9 +15,8 @@ import (
 )
 
 // A claim's spec is parsed once, when the decider takes the claim, into
-// the ledger's records (recordSpec is what a record is of its spec); the
-// ledger hands its records back for status, which they are rendered into
-// at the spec index they carry.
+// recordSpecs, which the ledger's records embed; status is rendered from
+// copies of those records, each at the spec index it carries.
 
 // claimSpec is what the ledger needs of a claim.
 type claimSpec struct {
