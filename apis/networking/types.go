@@ -192,6 +192,8 @@ const (
 const (
 	// ConditionReady is True when every record of the claim is allocated.
 	ConditionReady = "Ready"
+	// ReasonAllocated: Ready is True, every record is allocated.
+	ReasonAllocated = "Allocated"
 	// ReasonConflict: the record overlaps a prefix held by another claim.
 	ReasonConflict = "Conflict"
 	// ReasonPoolExhausted: the pool the record is taken from has no free

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,14 +42,19 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
 	clientscheme "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/scheme"
 	"sigs.k8s.io/sample-generic-controlplane/client/informers/externalversions"
+	networkinginformers "sigs.k8s.io/sample-generic-controlplane/client/informers/externalversions/networking/v1alpha1"
 	listers "sigs.k8s.io/sample-generic-controlplane/client/listers/networking/v1alpha1"
-	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 )
 
 const (
-	// Name selects the controller in --controllers.
-	Name = "networkclaim-allocation"
+	// Name selects the controller in --controllers; it ends in
+	// -controller, as kube-controller-manager's names do.
+	Name = "networkclaim-allocation-controller"
+	// ShortName is the controller's first name: --controllers accepts it
+	// as an alias, and it names the controller's work queues and its log
+	// lines, which users watch.
+	ShortName = "networkclaim-allocation"
 	// Identity is the controller's service account in kube-system, and the
 	// event source and field manager of its status writes.
 	Identity = "networkclaim-allocation-controller"
@@ -71,46 +75,72 @@ func Descriptor() controller.Descriptor {
 	group := networkingv1alpha1.GroupName
 	return controller.Descriptor{
 		Name:           Name,
+		Aliases:        []string{ShortName},
 		ServiceAccount: Identity,
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{group}, Resources: []string{"networkclaims"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{group}, Resources: []string{"networkclaims/status"}, Verbs: []string{"update", "patch"}},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "update", "patch"}},
 		},
-		New: func(ctx context.Context, c *controller.Context) (controller.Run, error) {
-			return New(ctx, c)
-		},
+		New: New,
 	}
 }
 
-// New builds the controller.
-func New(ctx context.Context, c *controller.Context) (func(context.Context), error) {
+// New builds the controller for a manager: its clients act as Identity,
+// and its informer factory, of our own clientset, is handed to the manager,
+// which starts it with the shared ones.
+func New(ctx context.Context, c *controller.Context) (controller.Run, error) {
 	config, err := c.ClientBuilder.Config(Identity)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+		return nil, fmt.Errorf("%s: %w", ShortName, err)
 	}
 	eventClient, err := kubernetes.NewForConfig(config)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+		return nil, fmt.Errorf("%s: %w", ShortName, err)
 	}
 	// NetworkClaims have no protobuf encoding.
 	config = rest.CopyConfig(config)
 	config.ContentType, config.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 	client, err := versioned.NewForConfig(config)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+		return nil, fmt.Errorf("%s: %w", ShortName, err)
 	}
-	return NewController(ctx, client, eventClient, c.ReplicaIdentity).Run, nil
+	informers := newInformerFactory(client)
+	allocator := NewController(ctx, informers.Networking().V1alpha1().NetworkClaims(), client, eventClient, c.ReplicaIdentity)
+	c.ExtraInformerFactories = append(c.ExtraInformerFactories, informers)
+	return allocator.Run, nil
 }
 
-// Controller allocates NetworkClaim records. It has the shape of upstream's
-// ServiceCIDR controller: the informer's handlers only queue claim names;
-// one decider takes them in the order they came (the order etcd stored
-// the claims) and makes every decision in the ledger; a few workers write
-// the decisions to status, each write waiting on the ledger's fence.
+// newInformerFactory returns the factory of the controller's informer.
+// Its first list is a consistent read, not whatever the watch cache of
+// this API server holds: a new leader must see every allocation the
+// previous one stored before it decides anything.
+func newInformerFactory(client versioned.Interface) externalversions.SharedInformerFactory {
+	return externalversions.NewSharedInformerFactoryWithOptions(client, 0,
+		externalversions.WithTweakListOptions(func(o *metav1.ListOptions) {
+			if o.ResourceVersion == "0" {
+				o.ResourceVersion = ""
+			}
+		}),
+		externalversions.WithTransform(controller.TrimManagedFields))
+}
+
+// Controller allocates NetworkClaim records. Its frame is that of
+// upstream's controllers, such as the ServiceCIDR controller
+// (k8s.io/kubernetes/pkg/controller/servicecidrs), which watches prefixes
+// too: informer handlers that only queue names, rate-limited work queues,
+// workers that read each object from the lister, events from a
+// broadcaster, a Ready condition in status. Its core is not: that
+// controller guards ServiceCIDR deletions (the API server's allocator hands
+// out the addresses) and works out each sync from the listers alone, while
+// this one allocates. So one decider takes the queued names in the order
+// they came (the order etcd stored the claims) and makes every decision in
+// an in-memory ledger, rebuilt from status at each start; a few workers
+// then write the decisions to status, each write waiting on the ledger's
+// fence, with optimistic concurrency rather than server-side apply, and
+// retried for as long as it fails rather than dropped after some retries.
 type Controller struct {
 	client      versioned.Interface
-	informers   externalversions.SharedInformerFactory
 	lister      listers.NetworkClaimLister
 	synced      cache.InformerSynced
 	broadcaster eventrecord.EventBroadcaster
@@ -133,33 +163,22 @@ type Controller struct {
 // stop showing an overlapping allocation.
 var errWaitingForRelease = errors.New("waiting for a released prefix to leave another claim's status")
 
-// NewController wires the controller; Run starts it. replica names this
-// replica in the events it records.
-func NewController(ctx context.Context, client versioned.Interface, eventClient kubernetes.Interface, replica string) *Controller {
+// NewController wires the controller to the claims' informer, whose
+// factory the caller starts; Run runs it. replica names this replica in the
+// events it records.
+func NewController(ctx context.Context, informer networkinginformers.NetworkClaimInformer, client versioned.Interface, eventClient kubernetes.Interface, replica string) *Controller {
 	registerMetrics()
-	// The first list is a consistent read, not whatever the watch cache of
-	// this API server holds: a new leader must see every allocation the
-	// previous one stored before it decides anything.
-	factory := externalversions.NewSharedInformerFactoryWithOptions(client, 0,
-		externalversions.WithTweakListOptions(func(o *metav1.ListOptions) {
-			if o.ResourceVersion == "0" {
-				o.ResourceVersion = ""
-			}
-		}),
-		externalversions.WithTransform(controller.TrimManagedFields))
-	informer := factory.Networking().V1alpha1().NetworkClaims()
 	broadcaster := eventrecord.NewBroadcaster()
 	c := &Controller{
 		client:      client,
-		informers:   factory,
 		lister:      informer.Lister(),
 		broadcaster: broadcaster,
 		recorder:    broadcaster.NewRecorder(clientscheme.Scheme, corev1.EventSource{Component: Identity, Host: replica}),
 		eventClient: eventClient,
 		decisions: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "-decisions"}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: ShortName + "-decisions"}),
 		statuses: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "-statuses"}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: ShortName + "-statuses"}),
 		ledger: newLedger(time.Now),
 	}
 	registration, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -185,7 +204,7 @@ func (c *Controller) enqueue(obj any) {
 // Run allocates until ctx is done.
 func (c *Controller) Run(ctx context.Context) {
 	defer utilruntime.HandleCrashWithContext(ctx)
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
+	logger := klog.FromContext(ctx).WithValues("controller", ShortName)
 	ctx = klog.NewContext(ctx, logger)
 
 	c.broadcaster.StartStructuredLogging(3)
@@ -195,10 +214,8 @@ func (c *Controller) Run(ctx context.Context) {
 	defer c.statuses.ShutDown()
 	// A replica that stops leading must not report the leader's ledger.
 	defer recordsMetric.Reset()
-	c.informers.Start(ctx.Done())
-	defer c.informers.Shutdown()
 
-	if !cache.WaitForNamedCacheSync(Name, ctx.Done(), c.synced) {
+	if !cache.WaitForNamedCacheSync(ShortName, ctx.Done(), c.synced) {
 		return
 	}
 	c.restore(ctx)
@@ -224,7 +241,7 @@ func (c *Controller) restore(ctx context.Context) {
 	c.mu.Lock()
 	for _, claim := range claims {
 		s := specOf(ctx, claim)
-		s.recorded = recordedOf(claim)
+		s.recorded = recordedOf(claim, s.records)
 		specs = append(specs, s)
 		c.ledger.recordStored(claim.Name, storedAllocations(claim))
 	}
@@ -271,9 +288,9 @@ func (c *Controller) decide(ctx context.Context, name string) {
 	var wake []string
 	if claim == nil {
 		wake = c.ledger.recordStored(name, nil)
-		if e, ok := c.ledger.claims[name]; ok {
+		if uid, ok := c.ledger.uidOf(name); ok {
 			// Enough of the object for the events of its release.
-			deleted = &networkingv1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: e.uid}}
+			deleted = &networkingv1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid}}
 		}
 		changes = c.ledger.forget(name, "")
 	} else {
@@ -316,9 +333,9 @@ func (c *Controller) report(ctx context.Context, changes []change, deleted *netw
 		switch {
 		case ch.kind == changeBlocker:
 			continue // only the message changes
-		case ch.kind == changeUnavailable && ch.reason == reasonConflict:
+		case ch.kind == changeUnavailable && ch.reason == networkingv1alpha1.ReasonConflict:
 			conflictsTotal.Inc()
-		case ch.kind == changeUnavailable && ch.reason == reasonPoolExhausted:
+		case ch.kind == changeUnavailable && ch.reason == networkingv1alpha1.ReasonPoolExhausted:
 			poolExhaustedTotal.Inc()
 		}
 		if claim == nil {
@@ -387,7 +404,7 @@ func (c *Controller) writeStatus(ctx context.Context, name string) error {
 		return nil
 	}
 	status := desiredStatus(claim, generation, decisions)
-	fenced := c.ledger.fenced(name, newlyAllocated(claim.Status, status))
+	fenced := c.ledger.fenced(name, newlyAllocated(claim, decisions))
 	c.mu.Unlock()
 	if fenced {
 		// The release's event queues the claim again; the rate-limited
@@ -408,116 +425,4 @@ func (c *Controller) writeStatus(ctx context.Context, name string) error {
 		decisionLatency.Observe(time.Since(t).Seconds())
 	}
 	return nil
-}
-
-// newlyAllocated returns the prefixes status allocates that the stored
-// status does not show allocated yet.
-func newlyAllocated(stored, status networkingv1alpha1.NetworkClaimStatus) []netip.Prefix {
-	already := map[string]bool{}
-	for _, r := range stored.AddressSpace {
-		already[r.Prefix] = r.Status == networkingv1alpha1.AllocationAllocated
-	}
-	var out []netip.Prefix
-	for _, r := range status.AddressSpace {
-		if r.Status != networkingv1alpha1.AllocationAllocated || already[r.Prefix] {
-			continue
-		}
-		if p, err := netip.ParsePrefix(r.Prefix); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// storedAllocations are the prefixes a claim's status records as
-// allocated, whether still in spec or not.
-func storedAllocations(claim *networkingv1alpha1.NetworkClaim) []netip.Prefix {
-	var out []netip.Prefix
-	for _, r := range claim.Status.AddressSpace {
-		if r.Status != networkingv1alpha1.AllocationAllocated {
-			continue
-		}
-		if p, err := netip.ParsePrefix(r.Prefix); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// specOf is what the ledger needs of a claim's spec.
-func specOf(ctx context.Context, claim *networkingv1alpha1.NetworkClaim) claimSpec {
-	s := claimSpec{name: claim.Name, uid: claim.UID, generation: claim.Generation}
-	s.resourceVersion, _ = strconv.ParseUint(claim.ResourceVersion, 10, 64)
-	for _, r := range claim.Spec.AddressSpace {
-		rs, err := recordSpecOf(r)
-		if err != nil {
-			// Validation admits only canonical records; a stored one that
-			// does not parse is left undecided rather than guessed at.
-			klog.FromContext(ctx).Error(err, "Ignoring a record that does not parse", "claim", claim.Name, "record", r.Name, "prefix", r.Prefix)
-			continue
-		}
-		s.records = append(s.records, rs)
-	}
-	return s
-}
-
-// recordSpecOf reads a spec record.
-func recordSpecOf(r networkingv1alpha1.AddressSpaceRecord) (recordSpec, error) {
-	rs := recordSpec{key: recordKey{name: r.Name}, req: request{length: -1, delegable: r.Delegable}}
-	if r.From != nil {
-		rs.req.from = r.From.Claim
-		if r.From.Prefix != "" {
-			pool, err := netip.ParsePrefix(r.From.Prefix)
-			if err != nil {
-				return recordSpec{}, err
-			}
-			rs.req.pool = pool
-		}
-	}
-	if r.PrefixLength != nil {
-		if r.From == nil || r.Name == "" {
-			return recordSpec{}, fmt.Errorf("a record with prefixLength needs name and from")
-		}
-		rs.req.length = int(*r.PrefixLength)
-		return rs, nil
-	}
-	p, err := netip.ParsePrefix(r.Prefix)
-	if err != nil {
-		return recordSpec{}, err
-	}
-	rs.req.prefix = p
-	if r.Name == "" {
-		rs.key.prefix = p
-	}
-	return rs, nil
-}
-
-// recordedOf is the decisions a claim's status records, by record key:
-// the status records that answer a spec record as it asks now (see
-// networkregistry.Decisions), so that a record that asks for other space
-// than it was given is decided again.
-func recordedOf(claim *networkingv1alpha1.NetworkClaim) map[recordKey]recordedStatus {
-	out := map[recordKey]recordedStatus{}
-	for _, d := range networkregistry.Decisions(claim) {
-		r := d.Status
-		if r == nil {
-			continue
-		}
-		rs, err := recordSpecOf(d.Record)
-		if err != nil {
-			continue
-		}
-		s := recordedStatus{allocated: r.Status == networkingv1alpha1.AllocationAllocated, date: r.Date.Time, reason: r.Reason}
-		s.prefix, _ = netip.ParsePrefix(r.Prefix)
-		s.seq, _ = strconv.ParseUint(r.FirstSeenResourceVersion, 10, 64)
-		if s.reason == "" && !s.allocated {
-			s.reason = reasonConflict // written before reasons were
-		}
-		if c := r.ConflictsWith; c != nil {
-			s.conflict.claim = c.Claim
-			s.conflict.prefix, _ = netip.ParsePrefix(c.Prefix)
-		}
-		out[rs.key] = s
-	}
-	return out
 }

@@ -14,6 +14,7 @@ import (
 
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/fake"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 )
 
 // These tests drive the controller's handlers, restore and status writes by
@@ -48,8 +49,9 @@ type testController struct {
 func newTestController(t *testing.T, claims ...*networkingv1alpha1.NetworkClaim) *testController {
 	t.Helper()
 	client := fake.NewSimpleClientset()
-	c := NewController(t.Context(), client, kubefake.NewClientset(), "test-replica")
-	indexer := c.informers.Networking().V1alpha1().NetworkClaims().Informer().GetIndexer()
+	informer := newInformerFactory(client).Networking().V1alpha1().NetworkClaims()
+	c := NewController(t.Context(), informer, client, kubefake.NewClientset(), "test-replica")
+	indexer := informer.Informer().GetIndexer()
 	tc := &testController{Controller: c, client: client, indexer: indexer}
 	for _, claim := range claims {
 		if err := client.Tracker().Add(claim.DeepCopy()); err != nil {
@@ -88,12 +90,12 @@ func (tc *testController) decision(t *testing.T, name string, uid types.UID, pre
 	if !ok {
 		return "unknown"
 	}
-	for k, d := range records {
-		if k.String() == prefix {
+	for _, d := range records {
+		if d.key.String() == prefix {
 			if d.allocated {
 				return "Allocated"
 			}
-			return "Unavailable: " + unavailableMessage(d.reason, d.prefix, d.length, d.holder)
+			return "Unavailable: " + unavailableMessage(d.reason, d.prefix, d.req.length, d.holder)
 		}
 	}
 	return "absent"
@@ -190,4 +192,22 @@ func queued(c *Controller, name string) bool {
 		found = found || item == name
 	}
 	return found
+}
+
+// --controllers selects the allocator by its name and by the one it had
+// first, so that what users wrote before keeps working.
+func TestControllersFlagNamesTheAllocatorEitherWay(t *testing.T) {
+	for _, name := range []string{Name, ShortName} {
+		o := manager.NewOptions()
+		if err := o.AddControllers(Descriptor()); err != nil {
+			t.Fatal(err)
+		}
+		o.Controllers = []string{"*", "-" + name}
+		if err := o.Validate(); err != nil {
+			t.Errorf("--controllers=*,-%s: %v", name, err)
+		}
+		if o.Enabled(Name) {
+			t.Errorf("--controllers=*,-%s leaves the allocator enabled", name)
+		}
+	}
 }

@@ -19,20 +19,11 @@ import (
 // to each claim's status, and the ledger's write fence says when a write
 // may go. It is not safe for concurrent use.
 //
-// Rules:
-//   - a record is allocated when its prefix overlaps no prefix held by
-//     another record, except the records of its delegation chain (the
-//     delegable prefix it is taken from, that one's, and so on, or records
-//     taken from it), and then held for as long as it stays in spec with the
-//     same request (sticky);
-//   - a record taken from a pool gets the lowest free prefix of its length
-//     in the pool (first fit);
-//   - otherwise it waits, and waiting records are decided again, first come
-//     first served, when space that could serve them frees up: in the order
-//     of the resourceVersion at which the registry first saw them (etcd's
-//     order), all of it stored in the claims, so that a ledger rebuilt from
-//     them orders the same way;
-//   - restore rebuilds the book from status: recorded allocations stand.
+// Its concerns have a file each: this one keeps the book (claims, records,
+// the prefix indexes) and what the controller asks of it; spec.go reads a
+// claim into records; rules.go says what a record may get and what it
+// conflicts with; pools.go fills pools first fit; restore.go rebuilds the
+// book from status; fence.go holds the write fence.
 type ledger struct {
 	now    func() time.Time
 	claims map[string]*claimEntry
@@ -46,54 +37,12 @@ type ledger struct {
 	waiting     prefixindex.Index[*record]
 	waitingFrom map[string]map[*record]bool
 
-	// stored indexes the allocations that claims' status, as the informer
-	// last delivered it, records (in spec or not): the write fence. A new
-	// allocation is written only once no other claim's status shows an
-	// overlapping allocation that the ledger no longer holds, so that
-	// stored statuses never overlap outside a delegation chain, not even
-	// between a release and the write that records it.
-	stored   prefixindex.Index[string]
-	storedBy map[string][]netip.Prefix
-
 	// full marks how far each pool is taken from its start, so that first
-	// fit does not walk the taken part again.
+	// fit does not walk the taken part again (pools.go).
 	full map[*record]fullMark
-}
 
-// recordKey identifies a record within its claim, as the API's list keys
-// do: by name when it has one, else by prefix.
-type recordKey struct {
-	name   string
-	prefix netip.Prefix
-}
-
-func (k recordKey) String() string {
-	if k.name != "" {
-		return k.name
-	}
-	return k.prefix.String()
-}
-
-// request is what a spec record asks for.
-type request struct {
-	// prefix is the prefix claimed; invalid for a pool record.
-	prefix netip.Prefix
-	// from is the claim the record is taken from, pool (if valid) which of
-	// its delegable prefixes.
-	from string
-	pool netip.Prefix
-	// length is a pool record's prefix length; -1 for a record that names
-	// its prefix.
-	length int
-	// delegable lets records of other claims be taken from this one.
-	delegable bool
-}
-
-// sameSpace reports whether two requests ask for the same space, so that a
-// decision on one stands for the other: only delegable may differ.
-func (r request) sameSpace(o request) bool {
-	r.delegable, o.delegable = false, false
-	return r == o
+	// fence says when a decision may be written (fence.go).
+	fence fence
 }
 
 // claimEntry is the ledger's view of one claim.
@@ -106,11 +55,10 @@ type claimEntry struct {
 	order []recordKey
 }
 
-// record is the ledger's state of one spec record.
+// record is one spec record, as parsed, and the ledger's decision on it.
 type record struct {
 	claim string
-	key   recordKey
-	req   request
+	recordSpec
 
 	allocated bool
 	// prefix is the allocated prefix; for a waiting record that names its
@@ -140,52 +88,11 @@ type holding struct {
 	prefix netip.Prefix
 }
 
-// Reasons a record waits for, as status records them.
-const (
-	reasonConflict      = "Conflict"
-	reasonPoolExhausted = "PoolExhausted"
-	reasonPoolNotFound  = "PoolNotFound"
-)
-
-// decision is a copy of a record's state, with the delegation step of an
+// decision is a copy of a record, with the delegation step of an
 // allocated record, for status writes.
 type decision struct {
-	allocated bool
-	prefix    netip.Prefix
-	reason    string
-	holder    holding
-	length    int
-	parent    holding
-	seq       uint64
-	since     time.Time
-}
-
-// claimSpec is what the ledger needs of a claim.
-type claimSpec struct {
-	name            string
-	uid             types.UID
-	generation      int64
-	resourceVersion uint64
-	records         []recordSpec
-	// recorded is the claim's status, by record key; used by restore only.
-	recorded map[recordKey]recordedStatus
-}
-
-// recordSpec is one spec record.
-type recordSpec struct {
-	key recordKey
-	req request
-}
-
-// recordedStatus is a status record as stored.
-type recordedStatus struct {
-	allocated bool
-	prefix    netip.Prefix
-	date      time.Time
-	seq       uint64
-	reason    string
-	// conflict is the allocation a Conflict record names.
-	conflict holding
+	record
+	parent holding
 }
 
 // changeKind says what happened to a record.
@@ -217,8 +124,8 @@ func newLedger(now func() time.Time) *ledger {
 		now:         now,
 		claims:      map[string]*claimEntry{},
 		waitingFrom: map[string]map[*record]bool{},
-		storedBy:    map[string][]netip.Prefix{},
 		full:        map[*record]fullMark{},
+		fence:       fence{storedBy: map[string][]netip.Prefix{}},
 	}
 }
 
@@ -245,24 +152,24 @@ func (l *ledger) sync(c claimSpec) []change {
 		l.claims[c.name] = e
 	}
 	e.generation = c.generation
-	inSpec := map[recordKey]request{}
+	inSpec := map[recordKey]recordSpec{}
 	e.order = e.order[:0]
-	for _, r := range c.records {
-		inSpec[r.key] = r.req
-		e.order = append(e.order, r.key)
+	for _, rs := range c.records {
+		inSpec[rs.key] = rs
+		e.order = append(e.order, rs.key)
 	}
 	var freed []*record
 	var delegated []string
 	for _, k := range sortedKeys(e.records) {
 		r := e.records[k]
-		req, ok := inSpec[k]
-		if ok && req.sameSpace(r.req) {
-			if req.delegable != r.req.delegable && r.allocated {
+		rs, ok := inSpec[k]
+		if ok && rs.req.sameSpace(r.req) {
+			if rs.req.delegable != r.req.delegable && r.allocated {
 				// A pool more or less: its claim's waiters wait
 				// differently now.
 				delegated = append(delegated, c.name)
 			}
-			r.req.delegable = req.delegable
+			r.recordSpec = rs
 			continue
 		}
 		if l.drop(r) {
@@ -280,7 +187,7 @@ func (l *ledger) sync(c claimSpec) []change {
 		if _, ok := e.records[rs.key]; ok {
 			continue
 		}
-		r := &record{claim: c.name, key: rs.key, req: rs.req, seq: c.resourceVersion, since: now.Truncate(time.Second), observed: now}
+		r := &record{claim: c.name, recordSpec: rs, seq: c.resourceVersion, since: now.Truncate(time.Second), observed: now}
 		e.records[rs.key] = r
 		l.total++
 		changes = append(changes, l.decide(r))
@@ -336,45 +243,6 @@ func (l *ledger) unwait(r *record) {
 	}
 }
 
-// decide allocates a record or makes it wait, and says which.
-func (l *ledger) decide(r *record) change {
-	if r.req.length >= 0 {
-		return l.decidePool(r)
-	}
-	p := r.req.prefix
-	if r.req.from != "" && l.parentFor(r.req, p, true) == nil {
-		return l.wait(r, p, reasonPoolNotFound, holding{claim: r.req.from, prefix: r.req.pool})
-	}
-	if holder, blocked := l.blocker(r, p); blocked {
-		return l.wait(r, p, reasonConflict, holder)
-	}
-	l.allocate(r, p)
-	return change{kind: changeAllocated, claim: r.claim, key: r.key, prefix: p}
-}
-
-// decidePool takes the lowest free prefix of the record's length from the
-// first of the source claim's pools that has one.
-func (l *ledger) decidePool(r *record) change {
-	pools := l.pools(r.req)
-	if len(pools) == 0 {
-		return l.wait(r, netip.Prefix{}, reasonPoolNotFound, holding{claim: r.req.from, prefix: r.req.pool})
-	}
-	for _, pool := range pools {
-		p, ok := l.firstFit(pool, r.req.length)
-		if !ok {
-			continue
-		}
-		if _, blocked := l.blocker(r, p); blocked {
-			// Only an allocation that overlaps the whole pool, outside
-			// its chain, which the ledger never makes.
-			continue
-		}
-		l.allocate(r, p)
-		return change{kind: changeAllocated, claim: r.claim, key: r.key, prefix: p}
-	}
-	return l.wait(r, netip.Prefix{}, reasonPoolExhausted, holding{claim: pools[0].claim, prefix: pools[0].prefix})
-}
-
 func (l *ledger) allocate(r *record, p netip.Prefix) {
 	r.allocated, r.prefix, r.reason, r.holder = true, p, "", holding{}
 	l.held.Insert(p, r)
@@ -394,473 +262,24 @@ func (l *ledger) wait(r *record, p netip.Prefix, reason string, holder holding) 
 	return change{kind: changeUnavailable, claim: r.claim, key: r.key, prefix: p, reason: reason, holder: holder, length: r.req.length}
 }
 
-// pools returns the allocated delegable records of the claim a pool request
-// is taken from that could hold it, in that claim's spec order.
-func (l *ledger) pools(req request) []*record {
-	e, ok := l.claims[req.from]
-	if !ok {
-		return nil
-	}
-	var out []*record
-	for _, k := range e.order {
-		r := e.records[k]
-		if r == nil || !r.allocated || !r.req.delegable {
-			continue
-		}
-		if req.pool.IsValid() && r.prefix != req.pool {
-			continue
-		}
-		if req.length <= r.prefix.Bits() || req.length > r.prefix.Addr().BitLen() {
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// parentFor returns the allocation that a record asking for req, holding
-// p, is taken from: the record of claim req.from that strictly contains p
-// (sub-prefixes are smaller than their pool, so chains never loop) (and is
-// req.pool, if set). With delegable, only a delegable record counts: what a
-// new decision needs; a record already taken from one stays linked to it
-// when it stops being delegable. A claim's allocations never overlap each
-// other, so there is at most one.
-func (l *ledger) parentFor(req request, p netip.Prefix, delegable bool) *record {
-	if req.from == "" || !p.IsValid() {
-		return nil
-	}
-	for q, h := range l.held.Overlapping(p) {
-		if q.Bits() >= p.Bits() {
-			break // past the prefixes that strictly contain p
-		}
-		if h.claim == req.from && (h.req.delegable || !delegable) && (!req.pool.IsValid() || q == req.pool) {
-			return h
-		}
-	}
-	return nil
-}
-
-// maxChain bounds a walk up a delegation chain: each step is a shorter
-// prefix, so chains are at most as deep as addresses are long.
-const maxChain = 130
-
-// ancestors returns the delegation chain above a record that asks for req
-// and would hold p: its parent, the parent's parent, and so on.
-func (l *ledger) ancestors(req request, p netip.Prefix) map[*record]bool {
-	chain := map[*record]bool{}
-	for parent := l.parentFor(req, p, false); parent != nil && !chain[parent] && len(chain) < maxChain; parent = l.parentFor(parent.req, parent.prefix, false) {
-		chain[parent] = true
-	}
-	return chain
-}
-
-// descendsFrom reports whether allocation a is taken, directly or down a
-// chain, from r holding p (r need not be held yet).
-func (l *ledger) descendsFrom(a *record, r *record, p netip.Prefix) bool {
-	cur := a
-	for range maxChain {
-		if cur.req.from == "" {
-			return false
-		}
-		if cur.req.from == r.claim && p.Contains(cur.prefix.Addr()) && cur.prefix.Bits() > p.Bits() &&
-			(!cur.req.pool.IsValid() || cur.req.pool == p) {
-			return true
-		}
-		if cur = l.parentFor(cur.req, cur.prefix, false); cur == nil {
-			return false
-		}
-	}
-	return false
-}
-
-// blocker returns the first allocation of another record that overlaps p
-// outside r's delegation chain, least specific first, so that the message
-// names the widest holder.
-func (l *ledger) blocker(r *record, p netip.Prefix) (holding, bool) {
-	var chain map[*record]bool
-	for q, h := range l.held.Overlapping(p) {
-		if h == r {
-			continue
-		}
-		if chain == nil {
-			chain = l.ancestors(r.req, p)
-		}
-		if chain[h] || l.descendsFrom(h, r, p) {
-			continue
-		}
-		return holding{claim: h.claim, prefix: q}, true
-	}
-	return holding{}, false
-}
-
-// firstFit returns the lowest prefix of the given length inside pool that
-// overlaps no allocation other than the pool's own chain. It walks the
-// pool's sub-allocations in address order from the pool's full mark:
-// below it every address is taken, so a pool filled from the bottom is not
-// walked again from its start.
-func (l *ledger) firstFit(pool *record, length int) (netip.Prefix, bool) {
-	p := pool.prefix
-	bits := p.Addr().BitLen()
-	cursor, last := toUint128(p.Addr()), toUint128(lastAddr(p))
-	mark, marked := l.full[pool]
-	if marked {
-		if mark.full {
-			return netip.Prefix{}, false
-		}
-		cursor = mark.low
-	}
-	chain := l.ancestors(pool.req, p)
-	for q, h := range l.held.Overlapping(p) {
-		if q.Bits() > p.Bits() {
-			break
-		}
-		if h != pool && !chain[h] {
-			// Something outside the chain holds the whole pool.
-			return netip.Prefix{}, false
-		}
-	}
-	size := uint128{}.addOne().shl(uint(bits - length))
-	// free is the first address no allocation takes, once seen; taken
-	// says every address to the pool's end is.
-	var free uint128
-	seen, taken := false, false
-	fits := func() (uint128, bool) {
-		start, ok := cursor.alignUp(uint(bits - length))
-		if !ok || last.less(start) || last.less(start.add(size).sub1()) {
-			return uint128{}, false
-		}
-		return start, true
-	}
-	done := func(found bool, start uint128) (netip.Prefix, bool) {
-		if !seen {
-			free = cursor
-		}
-		l.full[pool] = fullMark{low: free, full: !seen && taken}
-		if !found {
-			return netip.Prefix{}, false
-		}
-		return netip.PrefixFrom(start.addr(bits), length), true
-	}
-	for _, block := range cover(p, cursor, nil) {
-		for q := range l.held.Overlapping(block) {
-			if q.Bits() <= p.Bits() {
-				continue // the pool and its chain
-			}
-			first, end := toUint128(q.Addr()), toUint128(lastAddr(q))
-			if end.less(cursor) {
-				continue // inside one passed already
-			}
-			if cursor.less(first) && !seen {
-				free, seen = cursor, true
-			}
-			start, ok := fits()
-			if !ok {
-				return done(false, uint128{})
-			}
-			if start.add(size).sub1().less(first) {
-				return done(true, start)
-			}
-			if end == last {
-				taken = true
-				return done(false, uint128{})
-			}
-			if next := end.addOne(); cursor.less(next) {
-				cursor = next
-			}
-		}
-	}
-	start, ok := fits()
-	return done(ok, start)
-}
-
-// fullMark is how far a pool is taken from its start: every address below
-// low is allocated; full when all of it is.
-type fullMark struct {
-	low  uint128
-	full bool
-}
-
-// lowerFullMarks moves the full marks of the pools around a freed prefix
-// down to it.
-func (l *ledger) lowerFullMarks(freed netip.Prefix) {
-	start := toUint128(freed.Addr())
-	for q, h := range l.held.Overlapping(freed) {
-		if q.Bits() >= freed.Bits() {
-			break
-		}
-		if mark, ok := l.full[h]; ok && (mark.full || start.less(mark.low)) {
-			l.full[h] = fullMark{low: start}
-		}
-	}
-}
-
-// cover returns the CIDR blocks, in address order, that cover the
-// addresses of p from from on.
-func cover(p netip.Prefix, from uint128, out []netip.Prefix) []netip.Prefix {
-	if toUint128(lastAddr(p)).less(from) {
-		return out
-	}
-	if !toUint128(p.Addr()).less(from) || p.Bits() == p.Addr().BitLen() {
-		return append(out, p)
-	}
-	bits := p.Addr().BitLen()
-	half := uint128{}.addOne().shl(uint(bits - p.Bits() - 1))
-	lo := netip.PrefixFrom(p.Addr(), p.Bits()+1)
-	hi := netip.PrefixFrom(toUint128(p.Addr()).add(half).addr(bits), p.Bits()+1)
-	return cover(hi, from, cover(lo, from, out))
-}
-
-// candidates returns the waiting records that freed space or changed pools
-// could serve, or that now wait for another reason: those waiting for space
-// that overlaps a freed allocation, and those taken from a claim that holds
-// a delegable prefix overlapping one, or that freed one, or from the claims
-// in pools (which have a delegable prefix more or less).
-func (l *ledger) candidates(freed []*record, pools []string) map[*record]bool {
-	out := map[*record]bool{}
-	from := map[string]bool{}
-	for _, c := range pools {
-		from[c] = true
-	}
-	for _, f := range freed {
-		if f.req.delegable {
-			// Its waiters now wait for another reason, or another pool.
-			from[f.claim] = true
-		}
-		for _, w := range l.waiting.Overlapping(f.prefix) {
-			out[w] = true
-		}
-		// The pools around it have room now, and so may the pools inside
-		// it that it blocked (orphans of a pool that went).
-		for _, h := range l.held.Overlapping(f.prefix) {
-			if h.req.delegable {
-				from[h.claim] = true
-			}
-		}
-	}
-	for c := range from {
-		for w := range l.waitingFrom[c] {
-			out[w] = true
-		}
-	}
-	return out
-}
-
-// promote decides the candidates again, first come first served; records
-// allocated a delegable prefix make the records waiting on their claim
-// candidates in turn.
-func (l *ledger) promote(cands map[*record]bool) []change {
-	var changes []change
-	for len(cands) > 0 {
-		waiters := slices.Collect(maps.Keys(cands))
-		slices.SortFunc(waiters, compareWaiting)
-		var delegated []string
-		for _, w := range waiters {
-			if w.allocated || l.claims[w.claim] == nil || l.claims[w.claim].records[w.key] != w {
-				continue // decided meanwhile, or gone
-			}
-			before := *w
-			l.unwait(w)
-			ch := l.decide(w)
-			switch {
-			case w.allocated:
-				w.since = l.stamp()
-				changes = append(changes, ch)
-				if w.req.delegable {
-					delegated = append(delegated, w.claim)
-				}
-			case w.reason != before.reason || w.holder != before.holder || w.prefix != before.prefix:
-				ch.kind = changeBlocker
-				changes = append(changes, ch)
-			}
-		}
-		cands = l.candidates(nil, delegated)
-	}
-	return changes
-}
-
-// compareWaiting orders waiting records: first seen first (records from
-// before the order was recorded ahead, by since), then by claim name and
-// key, so that ties resolve the same way every time.
-func compareWaiting(a, b *record) int {
-	if (a.seq == 0) != (b.seq == 0) {
-		if a.seq == 0 {
-			return -1
-		}
-		return 1
-	}
-	return cmp.Or(
-		cmp.Compare(a.seq, b.seq),
-		a.since.Compare(b.since),
-		strings.Compare(a.claim, b.claim),
-		strings.Compare(a.key.name, b.key.name),
-		a.key.prefix.Compare(b.key.prefix),
-	)
-}
-
-// restore replaces the ledger's decisions with ones rebuilt from the
-// claims' status: recorded allocations stand (the caller passes only those
-// that answer their record's request as it is now), then records waiting
-// and undecided records are decided first come, first served. Should status ever hold overlapping
-// allocations, the first seen stands and the other is decided again. The
-// write fence is kept: it follows the informer, not the ledger.
-func (l *ledger) restore(claims []claimSpec) []change {
-	l.held, l.waiting = prefixindex.Index[*record]{}, prefixindex.Index[*record]{}
-	l.waitingFrom = map[string]map[*record]bool{}
-	l.claims = map[string]*claimEntry{}
-	l.full = map[*record]fullMark{}
-	l.total = 0
-	var standing, undecided []*record
-	recorded := map[*record]recordedStatus{}
-	now := l.now()
-	for _, c := range claims {
-		e := &claimEntry{uid: c.uid, generation: c.generation, records: map[recordKey]*record{}}
-		l.claims[c.name] = e
-		for _, rs := range c.records {
-			e.order = append(e.order, rs.key)
-			r := &record{claim: c.name, key: rs.key, req: rs.req, seq: c.resourceVersion, since: now.Truncate(time.Second)}
-			e.records[rs.key] = r
-			l.total++
-			s, ok := c.recorded[rs.key]
-			switch {
-			case !ok:
-				r.observed = now
-				undecided = append(undecided, r)
-			case s.allocated:
-				r.seq, r.since, r.prefix = s.seq, s.date, s.prefix
-				standing = append(standing, r)
-			default:
-				r.seq, r.since = s.seq, s.date
-				recorded[r] = s
-				undecided = append(undecided, r)
-			}
-		}
-	}
-	// A record taken from a pool stands only once its pool does, which may
-	// come later in the order: pass again while a pass allocated anything.
-	// Then orphans stand, inside what their pool's chain still holds.
-	slices.SortFunc(standing, compareWaiting)
-	for _, orphans := range []bool{false, true} {
-		for progress := true; progress && len(standing) > 0; {
-			progress = false
-			var waiting []*record
-			for _, r := range standing {
-				_, blocked := l.blocker(r, r.prefix)
-				stand := !blocked && (r.req.from == "" || l.parentFor(r.req, r.prefix, false) != nil)
-				if orphans {
-					stand = !blocked || l.orphanWithin(r, r.prefix)
-				}
-				if !stand {
-					waiting = append(waiting, r)
-					continue
-				}
-				l.allocate(r, r.prefix)
-				progress = true
-			}
-			standing = waiting
-		}
-	}
-	for _, r := range standing {
-		r.since, r.observed = now.Truncate(time.Second), now
-		undecided = append(undecided, r)
-	}
-	// Records that waited before go first, whatever their order says, then
-	// the ones nobody decided yet.
-	slices.SortFunc(undecided, func(a, b *record) int {
-		_, waitedA := recorded[a]
-		_, waitedB := recorded[b]
-		if waitedA != waitedB {
-			if waitedA {
-				return -1
-			}
-			return 1
-		}
-		return compareWaiting(a, b)
-	})
-	var changes []change
-	for _, r := range undecided {
-		s, wasWaiting := recorded[r]
-		c := l.decide(r)
-		switch {
-		case r.allocated:
-			r.since = now.Truncate(time.Second)
-		case !wasWaiting:
-		case r.reason == s.reason && r.reason == reasonConflict && l.stillBlocks(r, s.conflict):
-			// The holder its status names still blocks it: keep the
-			// message, rather than name another holder after a restart.
-			r.holder = s.conflict
-			continue
-		case r.reason == s.reason && r.reason != reasonConflict:
-			continue
-		}
-		changes = append(changes, c)
-	}
-	return changes
-}
-
-// orphanWithin reports whether every allocation that blocks r holding p
-// overlaps it only through an orphan: r, or the top of its delegation
-// chain, or the top of the blocker's, is taken from a claim that no longer
-// holds its pool, and lies inside the other. The pool went and its
-// sub-prefixes kept their space (sticky), inside what the pool's own chain
-// still holds.
-func (l *ledger) orphanWithin(r *record, p netip.Prefix) bool {
-	chain := l.ancestors(r.req, p)
-	for q, h := range l.held.Overlapping(p) {
-		if h == r || chain[h] || l.descendsFrom(h, r, p) {
-			continue
-		}
-		if !l.orphanInside(r, p, q) && !l.orphanInside(h, q, p) {
-			return false
-		}
-	}
-	return true
-}
-
-// orphanInside reports whether the top of r's delegation chain (r holding
-// p) is an orphan that lies inside outer.
-func (l *ledger) orphanInside(r *record, p, outer netip.Prefix) bool {
-	top, topPrefix := r, p
-	for range maxChain {
-		parent := l.parentFor(top.req, topPrefix, false)
-		if parent == nil {
-			break
-		}
-		top, topPrefix = parent, parent.prefix
-	}
-	return top.req.from != "" && outer.Bits() <= topPrefix.Bits() && outer.Contains(topPrefix.Addr())
-}
-
-// stillBlocks reports whether holder, an allocation of another record, is
-// held and blocks r.
-func (l *ledger) stillBlocks(r *record, holder holding) bool {
-	if holder.claim == "" || !holder.prefix.IsValid() || !r.prefix.IsValid() || !holder.prefix.Overlaps(r.prefix) {
-		return false
-	}
-	chain := l.ancestors(r.req, r.prefix)
-	for _, h := range l.held.Holders(holder.prefix) {
-		if h != r && h.claim == holder.claim && !chain[h] && !l.descendsFrom(h, r, r.prefix) {
-			return true
-		}
-	}
-	return false
-}
-
 // records returns the ledger's decisions for a claim at the generation it
-// last synced, or false if it does not know the claim (of that uid).
-func (l *ledger) records(name string, uid types.UID) (int64, map[recordKey]decision, bool) {
+// last synced, in spec order, or false if it does not know the claim (of
+// that uid).
+func (l *ledger) records(name string, uid types.UID) (int64, []decision, bool) {
 	e, ok := l.claims[name]
 	if !ok || e.uid != uid {
 		return 0, nil, false
 	}
-	out := make(map[recordKey]decision, len(e.records))
-	for k, r := range e.records {
-		d := decision{allocated: r.allocated, prefix: r.prefix, reason: r.reason, holder: r.holder, length: r.req.length, seq: r.seq, since: r.since}
+	out := make([]decision, 0, len(e.order))
+	for _, k := range e.order {
+		r := e.records[k]
+		d := decision{record: *r}
 		if r.allocated {
 			if parent := l.parentFor(r.req, r.prefix, false); parent != nil {
 				d.parent = holding{claim: parent.claim, prefix: parent.prefix}
 			}
 		}
-		out[k] = d
+		out = append(out, d)
 	}
 	return e.generation, out, true
 }
@@ -882,61 +301,18 @@ func (l *ledger) recorded(name string, generation int64) []time.Time {
 	return observed
 }
 
+// uidOf returns the uid of the claim the ledger knows by that name.
+func (l *ledger) uidOf(name string) (types.UID, bool) {
+	e, ok := l.claims[name]
+	if !ok {
+		return "", false
+	}
+	return e.uid, true
+}
+
 // counts returns the number of allocated and waiting records.
 func (l *ledger) counts() (allocated, waiting int) {
 	return l.held.Len(), l.total - l.held.Len()
-}
-
-// recordStored updates the write fence with what a claim's status now
-// records, and returns the claims the ledger allocated a prefix that
-// overlaps one the status no longer shows: their writes waited for it.
-func (l *ledger) recordStored(name string, now []netip.Prefix) []string {
-	var wake []string
-	for _, p := range l.storedBy[name] {
-		l.stored.Delete(p, name)
-		if slices.Contains(now, p) {
-			continue
-		}
-		for _, h := range l.held.Overlapping(p) {
-			if h.claim != name {
-				wake = append(wake, h.claim)
-			}
-		}
-	}
-	for _, p := range now {
-		l.stored.Insert(p, name)
-	}
-	if len(now) == 0 {
-		delete(l.storedBy, name)
-	} else {
-		l.storedBy[name] = now
-	}
-	return wake
-}
-
-// fenced reports whether writing the allocations newly of claim name must
-// wait: another claim's stored status still shows an overlapping
-// allocation that the ledger no longer holds (its release is not stored
-// yet).
-func (l *ledger) fenced(name string, newly []netip.Prefix) bool {
-	for _, p := range newly {
-		for q, holder := range l.stored.Overlapping(p) {
-			if holder != name && !l.holds(holder, q) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// holds reports whether the ledger has claim holding p.
-func (l *ledger) holds(claim string, p netip.Prefix) bool {
-	for _, h := range l.held.Holders(p) {
-		if h.claim == claim {
-			return true
-		}
-	}
-	return false
 }
 
 func sortedKeys(records map[recordKey]*record) []recordKey {

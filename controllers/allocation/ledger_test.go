@@ -1,6 +1,7 @@
 package allocation
 
 import (
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -12,6 +13,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/diff"
+
+	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 )
 
 // t0 is the fake clock's time.
@@ -22,6 +25,9 @@ func testLedger() *ledger { return newLedger(func() time.Time { return t0 }) }
 // spec is claim name at resourceVersion rv (and generation rv: each write
 // of these tests changes the spec), with uid name-uid.
 func spec(name string, rv uint64, records ...recordSpec) claimSpec {
+	for i := range records {
+		records[i].index = i
+	}
 	return claimSpec{name: name, uid: types.UID(name + "-uid"), generation: int64(rv), resourceVersion: rv, records: records}
 }
 
@@ -59,7 +65,7 @@ func state(l *ledger) map[string]string {
 	out := map[string]string{}
 	for name, e := range l.claims {
 		_, decisions, _ := l.records(name, e.uid)
-		for k, d := range decisions {
+		for _, d := range decisions {
 			var s string
 			switch {
 			case d.allocated && d.parent.claim != "":
@@ -67,9 +73,9 @@ func state(l *ledger) map[string]string {
 			case d.allocated:
 				s = "Allocated " + d.prefix.String()
 			default:
-				s = d.reason + ": " + unavailableMessage(d.reason, d.prefix, d.length, d.holder)
+				s = d.reason + ": " + unavailableMessage(d.reason, d.prefix, d.req.length, d.holder)
 			}
-			out[name+"/"+k.String()] = s
+			out[name+"/"+d.key.String()] = s
 		}
 	}
 	return out
@@ -194,6 +200,26 @@ func TestLedgerDecisions(t *testing.T) {
 			"d/p":             "PoolExhausted: no free /32 in 10.0.0.0/30 of NetworkClaim org",
 		},
 	}, {
+		name: "pools at the top of the address space fill up to its last address",
+		steps: []step{
+			org(1, exact("255.255.255.252/30").delegable(), exact("ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffc/126").delegable()),
+			{sync: spec("a", 2, pool("p", "org", 31), pool("q", "org", 127).in("ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffc/126"))},
+			{sync: spec("b", 3, pool("p", "org", 32), pool("q", "org", 127).in("ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffc/126"))},
+			{sync: spec("c", 4, pool("p", "org", 31), pool("q", "org", 128).in("ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffc/126"))},
+			{sync: spec("d", 5, pool("p", "org", 32))},
+		},
+		want: map[string]string{
+			"org/255.255.255.252/30":                          "Allocated 255.255.255.252/30",
+			"org/ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffc/126": "Allocated ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffc/126",
+			"a/p": "Allocated 255.255.255.252/31 (from org 255.255.255.252/30)",
+			"a/q": "Allocated ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffc/127 (from org ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffc/126)",
+			"b/p": "Allocated 255.255.255.254/32 (from org 255.255.255.252/30)",
+			"b/q": "Allocated ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe/127 (from org ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffc/126)",
+			"c/p": "PoolExhausted: no free /31 in 255.255.255.252/30 of NetworkClaim org",
+			"c/q": "PoolExhausted: no free /128 in ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffc/126 of NetworkClaim org",
+			"d/p": "Allocated 255.255.255.255/32 (from org 255.255.255.252/30)",
+		},
+	}, {
 		name: "records wait for a pool that does not exist yet, and get it when it is delegated",
 		steps: []step{
 			{sync: spec("a", 2, pool("p", "org", 16))},
@@ -260,12 +286,12 @@ func statusOf(l *ledger) []claimSpec {
 		s := claimSpec{name: name, uid: e.uid, generation: e.generation, resourceVersion: 1 << 40, recorded: map[recordKey]recordedStatus{}}
 		for _, k := range e.order {
 			r := e.records[k]
-			s.records = append(s.records, recordSpec{key: k, req: r.req})
+			s.records = append(s.records, r.recordSpec)
 			rs := recordedStatus{allocated: r.allocated, date: r.since, seq: r.seq, reason: r.reason}
 			if r.prefix.IsValid() {
 				rs.prefix = r.prefix
 			}
-			if r.reason == reasonConflict {
+			if r.reason == networkingv1alpha1.ReasonConflict {
 				rs.conflict = r.holder
 			}
 			s.recorded[k] = rs
@@ -294,7 +320,7 @@ func TestLedgerRestore(t *testing.T) {
 		// Written before the order was recorded: waits ahead of others.
 		func() claimSpec {
 			s := spec("legacy", 50, exact("10.0.0.0/24"))
-			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.0.0.0/24")}: {date: t0, reason: reasonConflict}}
+			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.0.0.0/24")}: {date: t0, reason: networkingv1alpha1.ReasonConflict}}
 			return s
 		}(),
 		func() claimSpec {
@@ -304,7 +330,7 @@ func TestLedgerRestore(t *testing.T) {
 		}(),
 		func() claimSpec {
 			s := spec("newer", 60, exact("10.0.0.0/20"))
-			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.0.0.0/20")}: {seq: 7, reason: reasonConflict, conflict: holding{"holder", netip.MustParsePrefix("10.0.0.0/16")}}}
+			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.0.0.0/20")}: {seq: 7, reason: networkingv1alpha1.ReasonConflict, conflict: holding{"holder", netip.MustParsePrefix("10.0.0.0/16")}}}
 			return s
 		}(),
 		// A pool record keeps the prefix its status records.
@@ -584,16 +610,11 @@ func poolsOf(l *ledger, held map[*record]netip.Prefix, r *record) []netip.Prefix
 
 // blocks lists the prefixes of a length inside an IPv4 pool, lowest first.
 func blocks(pool netip.Prefix, length int) []netip.Prefix {
+	start := pool.Addr().As4()
+	first, size := uint64(binary.BigEndian.Uint32(start[:])), uint64(1)<<(32-length)
 	var out []netip.Prefix
-	a := pool.Addr()
-	for pool.Contains(a) {
-		p := netip.PrefixFrom(a, length)
-		out = append(out, p)
-		next := toUint128(a).add(uint128{}.addOne().shl(uint(32 - length)))
-		if next.lo > 0xffffffff {
-			break
-		}
-		a = next.addr(32)
+	for a := first; a < first+uint64(1)<<(32-pool.Bits()); a += size {
+		out = append(out, netip.PrefixFrom(netip.AddrFrom4([4]byte(binary.BigEndian.AppendUint32(nil, uint32(a)))), length))
 	}
 	return out
 }
@@ -628,5 +649,23 @@ func checkCounts(t *testing.T, where string, l *ledger) {
 	}
 	if a, w := l.counts(); a != allocated || w != waiting {
 		t.Errorf("%s: counts() = %d allocated, %d waiting; the records say %d and %d", where, a, w, allocated, waiting)
+	}
+}
+
+func TestLastAddr(t *testing.T) {
+	for p, want := range map[string]string{
+		"10.0.0.0/8":     "10.255.255.255",
+		"10.8.0.0/13":    "10.15.255.255",
+		"10.1.2.3/32":    "10.1.2.3",
+		"0.0.0.0/0":      "255.255.255.255",
+		"fd00::/32":      "fd00:0:ffff:ffff:ffff:ffff:ffff:ffff",
+		"fd00:0:8::/45":  "fd00:0:f:ffff:ffff:ffff:ffff:ffff",
+		"::/0":           "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+		"fd00::1/128":    "fd00::1",
+		"192.168.0.0/23": "192.168.1.255",
+	} {
+		if got := lastAddr(netip.MustParsePrefix(p)); got != netip.MustParseAddr(want) {
+			t.Errorf("lastAddr(%s) = %s, want %s", p, got, want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package allocation
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,17 +12,15 @@ import (
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 )
 
-const reasonAllocated = "Allocated"
-
 // unavailableMessage says, for people, why a record waits: which claim
 // holds the space ("overlaps 10.96.0.0/12 held by NetworkClaim
 // kube-apiserver"), or which pool has no room or is missing. The status
 // record's reason and conflictsWith say it for programs.
 func unavailableMessage(reason string, prefix netip.Prefix, length int, holder holding) string {
 	switch reason {
-	case reasonPoolExhausted:
+	case networkingv1alpha1.ReasonPoolExhausted:
 		return fmt.Sprintf("no free /%d in %s of NetworkClaim %s", length, holder.prefix, holder.claim)
-	case reasonPoolNotFound:
+	case networkingv1alpha1.ReasonPoolNotFound:
 		switch {
 		case length < 0:
 			return fmt.Sprintf("NetworkClaim %s holds no allocated delegable prefix that strictly contains %s", holder.claim, prefix)
@@ -34,22 +33,16 @@ func unavailableMessage(reason string, prefix netip.Prefix, length int, holder h
 }
 
 // desiredStatus renders the ledger's decisions on a claim as its status:
-// one record per spec record, in spec order, and the Ready condition.
-func desiredStatus(claim *networkingv1alpha1.NetworkClaim, generation int64, decisions map[recordKey]decision) networkingv1alpha1.NetworkClaimStatus {
+// one record per spec record, in spec order, and the Ready condition. The
+// decisions are of the claim's spec at generation, as the claim is.
+func desiredStatus(claim *networkingv1alpha1.NetworkClaim, generation int64, decisions []decision) networkingv1alpha1.NetworkClaimStatus {
 	status := networkingv1alpha1.NetworkClaimStatus{
 		ObservedGeneration: generation,
 		Conditions:         append([]metav1.Condition(nil), claim.Status.Conditions...),
 	}
 	var unavailable []networkingv1alpha1.AddressSpaceStatus
-	for _, r := range claim.Spec.AddressSpace {
-		rs, err := recordSpecOf(r)
-		if err != nil {
-			continue // validation admits only records that parse
-		}
-		d, ok := decisions[rs.key]
-		if !ok {
-			continue
-		}
+	for _, d := range decisions {
+		r := claim.Spec.AddressSpace[d.index]
 		s := networkingv1alpha1.AddressSpaceStatus{
 			Name:        r.Name,
 			Reference:   r.Reference.DeepCopy(),
@@ -71,8 +64,8 @@ func desiredStatus(claim *networkingv1alpha1.NetworkClaim, generation int64, dec
 		} else {
 			s.Status = networkingv1alpha1.AllocationUnavailable
 			s.Reason = d.reason
-			s.Message = unavailableMessage(d.reason, d.prefix, d.length, d.holder)
-			if d.reason == reasonConflict {
+			s.Message = unavailableMessage(d.reason, d.prefix, d.req.length, d.holder)
+			if d.reason == networkingv1alpha1.ReasonConflict {
 				s.ConflictsWith = &networkingv1alpha1.ClaimedPrefix{Claim: d.holder.claim, Prefix: d.holder.prefix.String()}
 			}
 			unavailable = append(unavailable, s)
@@ -82,7 +75,7 @@ func desiredStatus(claim *networkingv1alpha1.NetworkClaim, generation int64, dec
 	ready := metav1.Condition{
 		Type:               networkingv1alpha1.ConditionReady,
 		Status:             metav1.ConditionTrue,
-		Reason:             reasonAllocated,
+		Reason:             networkingv1alpha1.ReasonAllocated,
 		Message:            fmt.Sprintf("all %d records are allocated", len(status.AddressSpace)),
 		ObservedGeneration: generation,
 	}
@@ -104,4 +97,18 @@ func describeStatus(s networkingv1alpha1.AddressSpaceStatus) string {
 		return s.Prefix
 	}
 	return s.Name
+}
+
+// newlyAllocated returns the prefixes the decisions allocate that the
+// claim's stored status does not show allocated yet: what the write fence
+// must let through.
+func newlyAllocated(claim *networkingv1alpha1.NetworkClaim, decisions []decision) []netip.Prefix {
+	stored := storedAllocations(claim)
+	var out []netip.Prefix
+	for _, d := range decisions {
+		if d.allocated && !slices.Contains(stored, d.prefix) {
+			out = append(out, d.prefix)
+		}
+	}
+	return out
 }

@@ -24,10 +24,13 @@ func TestDesiredStatusRoundTrip(t *testing.T) {
 		}},
 	}
 	since := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	decisions := map[recordKey]decision{
-		{name: "pods"}: {allocated: true, prefix: netip.MustParsePrefix("10.1.0.0/16"), length: 16, parent: holding{"org", netip.MustParsePrefix("10.0.0.0/8")}, seq: 42, since: since},
-		{prefix: netip.MustParsePrefix("10.96.0.0/12")}: {prefix: netip.MustParsePrefix("10.96.0.0/12"), length: -1, reason: reasonConflict, holder: holding{"kube", netip.MustParsePrefix("10.96.0.0/16")}, seq: 43, since: since},
-		{name: "more"}: {length: 16, reason: reasonPoolExhausted, holder: holding{"org", netip.MustParsePrefix("10.0.0.0/8")}, seq: 44, since: since},
+	records := specOf(t.Context(), claim).records
+	decisions := []decision{
+		{record: record{recordSpec: records[0], allocated: true, prefix: netip.MustParsePrefix("10.1.0.0/16"), seq: 42, since: since},
+			parent: holding{"org", netip.MustParsePrefix("10.0.0.0/8")}},
+		{record: record{recordSpec: records[1], prefix: netip.MustParsePrefix("10.96.0.0/12"), reason: networkingv1alpha1.ReasonConflict,
+			holder: holding{"kube", netip.MustParsePrefix("10.96.0.0/16")}, seq: 43, since: since}},
+		{record: record{recordSpec: records[2], reason: networkingv1alpha1.ReasonPoolExhausted, holder: holding{"org", netip.MustParsePrefix("10.0.0.0/8")}, seq: 44, since: since}},
 	}
 	status := desiredStatus(claim, 3, decisions)
 	want := []networkingv1alpha1.AddressSpaceStatus{
@@ -57,21 +60,21 @@ func TestDesiredStatusRoundTrip(t *testing.T) {
 	}
 
 	claim.Status = status
-	recorded := recordedOf(claim)
+	recorded := recordedOf(claim, records)
 	if r := recorded[recordKey{name: "pods"}]; !r.allocated || r.prefix != netip.MustParsePrefix("10.1.0.0/16") || r.seq != 42 {
 		t.Errorf("pods read back as %+v", r)
 	}
-	if r := recorded[recordKey{prefix: netip.MustParsePrefix("10.96.0.0/12")}]; r.allocated || r.reason != reasonConflict || r.conflict != (holding{"kube", netip.MustParsePrefix("10.96.0.0/16")}) {
+	if r := recorded[recordKey{prefix: netip.MustParsePrefix("10.96.0.0/12")}]; r.allocated || r.reason != networkingv1alpha1.ReasonConflict || r.conflict != (holding{"kube", netip.MustParsePrefix("10.96.0.0/16")}) {
 		t.Errorf("10.96.0.0/12 read back as %+v", r)
 	}
-	if r := recorded[recordKey{name: "more"}]; r.allocated || r.reason != reasonPoolExhausted || r.prefix.IsValid() || r.seq != 44 {
+	if r := recorded[recordKey{name: "more"}]; r.allocated || r.reason != networkingv1alpha1.ReasonPoolExhausted || r.prefix.IsValid() || r.seq != 44 {
 		t.Errorf("more read back as %+v", r)
 	}
 	// Asked for another length since, pods's allocation answers an earlier
 	// request: it is not read back, and the record is decided again.
 	longer := int32(24)
 	claim.Spec.AddressSpace[0].PrefixLength = &longer
-	if r, ok := recordedOf(claim)[recordKey{name: "pods"}]; ok {
+	if r, ok := recordedOf(claim, specOf(t.Context(), claim).records)[recordKey{name: "pods"}]; ok {
 		t.Errorf("pods's /16 was read back for a /24 request: %+v", r)
 	}
 }

@@ -3,6 +3,8 @@
 package controller
 
 import (
+	"reflect"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -28,6 +30,14 @@ type Context struct {
 	// RESTMapper follows discovery; the manager resets it periodically so
 	// that resources of CRDs created after start are mapped.
 	RESTMapper *restmapper.DeferredDiscoveryRESTMapper
+	// ExtraInformerFactories are informer factories that controllers
+	// built for clientsets of their own (e.g. the generated clientset of a
+	// plug-in's API group, which InformerFactory does not know). New adds
+	// its own here, and the manager runs it as it runs the shared ones:
+	// starts it once every controller is built, waits for its caches
+	// before it reports the controllers synced, and shuts it down when
+	// they stop.
+	ExtraInformerFactories []InformerFactory
 	// InformersStarted is closed once the informers above are started.
 	InformersStarted chan struct{}
 	// RootCA is the PEM bundle that verifies the API server.
@@ -59,4 +69,12 @@ func TrimManagedFields(obj any) (any, error) {
 		accessor.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// InformerFactory is what the manager needs of an informer factory that a
+// controller builds: client-go's generated factories have these methods.
+type InformerFactory interface {
+	Start(stopCh <-chan struct{})
+	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
+	Shutdown()
 }

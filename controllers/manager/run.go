@@ -81,10 +81,17 @@ func runControllers(ctx context.Context, o *Options, id string, rootConfig *rest
 	defer c.InformerFactory.Shutdown()
 	defer metadataInformers.Shutdown()
 	c.ObjectOrMetadataInformerFactory.Start(ctx.Done())
+	for _, f := range c.ExtraInformerFactories {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+	}
 	close(c.InformersStarted)
 	go func() {
 		c.InformerFactory.WaitForCacheSync(ctx.Done())
 		metadataInformers.WaitForCacheSync(ctx.Done())
+		for _, f := range c.ExtraInformerFactories {
+			f.WaitForCacheSync(ctx.Done())
+		}
 		if ctx.Err() == nil {
 			health.markSynced()
 		}

@@ -1,0 +1,161 @@
+package allocation
+
+import (
+	"net/netip"
+)
+
+// pools returns the allocated delegable records of the claim a pool request
+// is taken from that could hold it, in that claim's spec order.
+func (l *ledger) pools(req request) []*record {
+	e, ok := l.claims[req.from]
+	if !ok {
+		return nil
+	}
+	var out []*record
+	for _, k := range e.order {
+		r := e.records[k]
+		if r == nil || !r.allocated || !r.req.delegable {
+			continue
+		}
+		if req.pool.IsValid() && r.prefix != req.pool {
+			continue
+		}
+		if req.length <= r.prefix.Bits() || req.length > r.prefix.Addr().BitLen() {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// firstFit returns the lowest prefix of the given length inside pool that
+// overlaps no allocation other than the pool's own chain. It walks the
+// pool's sub-allocations in address order from the pool's full mark:
+// below it every address is taken, so a pool filled from the bottom is not
+// walked again from its start.
+func (l *ledger) firstFit(pool *record, length int) (netip.Prefix, bool) {
+	p := pool.prefix
+	cursor, last := p.Addr(), lastAddr(p)
+	mark, marked := l.full[pool]
+	if marked {
+		if mark.full {
+			return netip.Prefix{}, false
+		}
+		cursor = mark.low
+	}
+	chain := l.ancestors(pool.req, p)
+	for q, h := range l.held.Overlapping(p) {
+		if q.Bits() > p.Bits() {
+			break
+		}
+		if h != pool && !chain[h] {
+			// Something outside the chain holds the whole pool.
+			return netip.Prefix{}, false
+		}
+	}
+	// free is the first address no allocation takes, once seen; taken
+	// says every address to the pool's end is.
+	var free netip.Addr
+	seen, taken := false, false
+	// fits returns the first prefix of the length at or after the cursor,
+	// if the pool holds it.
+	fits := func() (netip.Prefix, bool) {
+		start := cursor
+		if aligned := netip.PrefixFrom(cursor, length).Masked(); aligned.Addr() != cursor {
+			start = lastAddr(aligned).Next() // invalid past the family's last address
+		}
+		candidate := netip.PrefixFrom(start, length)
+		if !start.IsValid() || last.Less(lastAddr(candidate)) {
+			return netip.Prefix{}, false
+		}
+		return candidate, true
+	}
+	done := func(found bool, candidate netip.Prefix) (netip.Prefix, bool) {
+		if !seen {
+			free = cursor
+		}
+		l.full[pool] = fullMark{low: free, full: !seen && taken}
+		if !found {
+			return netip.Prefix{}, false
+		}
+		return candidate, true
+	}
+	for _, block := range cover(p, cursor, nil) {
+		for q := range l.held.Overlapping(block) {
+			if q.Bits() <= p.Bits() {
+				continue // the pool and its chain
+			}
+			first, end := q.Addr(), lastAddr(q)
+			if end.Less(cursor) {
+				continue // inside one passed already
+			}
+			if cursor.Less(first) && !seen {
+				free, seen = cursor, true
+			}
+			candidate, ok := fits()
+			if !ok {
+				return done(false, netip.Prefix{})
+			}
+			if lastAddr(candidate).Less(first) {
+				return done(true, candidate)
+			}
+			if end == last {
+				taken = true
+				return done(false, netip.Prefix{})
+			}
+			if next := end.Next(); cursor.Less(next) {
+				cursor = next
+			}
+		}
+	}
+	candidate, ok := fits()
+	return done(ok, candidate)
+}
+
+// fullMark is how far a pool is taken from its start: every address below
+// low is allocated; full when all of it is.
+type fullMark struct {
+	low  netip.Addr
+	full bool
+}
+
+// lowerFullMarks moves the full marks of the pools around a freed prefix
+// down to it.
+func (l *ledger) lowerFullMarks(freed netip.Prefix) {
+	start := freed.Addr()
+	for q, h := range l.held.Overlapping(freed) {
+		if q.Bits() >= freed.Bits() {
+			break
+		}
+		if mark, ok := l.full[h]; ok && (mark.full || start.Less(mark.low)) {
+			l.full[h] = fullMark{low: start}
+		}
+	}
+}
+
+// cover returns the CIDR blocks, in address order, that cover the
+// addresses of p from from on.
+func cover(p netip.Prefix, from netip.Addr, out []netip.Prefix) []netip.Prefix {
+	if lastAddr(p).Less(from) {
+		return out
+	}
+	if !p.Addr().Less(from) || p.IsSingleIP() {
+		return append(out, p)
+	}
+	lo := netip.PrefixFrom(p.Addr(), p.Bits()+1)
+	hi := netip.PrefixFrom(lastAddr(lo).Next(), p.Bits()+1)
+	return cover(hi, from, cover(lo, from, out))
+}
+
+// lastAddr is the highest address of p.
+func lastAddr(p netip.Prefix) netip.Addr {
+	a := p.Masked().Addr()
+	b := a.As16()
+	for i, host := len(b)-1, a.BitLen()-p.Bits(); host > 0; i, host = i-1, host-8 {
+		b[i] |= 0xff >> max(8-host, 0)
+	}
+	if a.Is4() {
+		return netip.AddrFrom16(b).Unmap()
+	}
+	return netip.AddrFrom16(b)
+}
