@@ -243,12 +243,13 @@ func TestWaitingRecordsArePromotedFirstComeFirstServed(t *testing.T) {
 	createClaims(t, claims, newClaim("fcfs-holder", "100.66.0.0/16", "100.67.0.0/16"))
 	waitDecided(t, claims, "fcfs-holder")
 	// The oldest claim starts waiting second, by an edit; the last to wait
-	// has the first name. Status dates have seconds, hence the pauses.
+	// has the first name. All three may start waiting within one second:
+	// the order is etcd's (the resourceVersion at which each was first
+	// decided), not their status dates, which have seconds.
 	createClaims(t, claims, newClaim("fcfs-old", "100.76.0.0/24"))
 	waitDecided(t, claims, "fcfs-old")
 	createClaims(t, claims, newClaim("fcfs-c", contested))
 	expectUnavailable(t, waitDecided(t, claims, "fcfs-c"), contested, "100.66.0.0/16", "fcfs-holder")
-	time.Sleep(1100 * time.Millisecond)
 	old, err := claims.Get(t.Context(), "fcfs-old", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +259,6 @@ func TestWaitingRecordsArePromotedFirstComeFirstServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectUnavailable(t, waitDecided(t, claims, "fcfs-old"), contested, "100.66.0.0/16", "fcfs-holder")
-	time.Sleep(1100 * time.Millisecond)
 	createClaims(t, claims, newClaim("fcfs-a", contested))
 	expectUnavailable(t, waitDecided(t, claims, "fcfs-a"), contested, "100.66.0.0/16", "fcfs-holder")
 
