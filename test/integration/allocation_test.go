@@ -417,64 +417,17 @@ func TestRestartInTheMiddleOfABurstKeepsTheLedger(t *testing.T) {
 	// conflict and many are allocated.
 	shapes := []string{"10.%d.0.0/16", "10.%d.0.0/24", "10.%d.1.0/24", "10.%d.0.128/25"}
 	prefix := func(j int) string { return fmt.Sprintf(shapes[j%len(shapes)], j/len(shapes)%6) }
-	const burst = 60
-	var wg sync.WaitGroup
-	created := make(chan string, burst)
-	ctx, stopBurst := context.WithCancel(t.Context())
-	defer stopBurst()
-	for i := range 6 {
-		wg.Go(func() {
-			for j := i; j < burst; j += 6 {
-				name := fmt.Sprintf("burst-%02d", j)
-				if _, err := claims.Create(ctx, newClaim(name, prefix(j)), metav1.CreateOptions{}); err != nil {
-					return // the server is stopping
-				}
-				created <- name
-			}
-		})
-	}
-	// Stop once half the burst is in, while the rest is still coming.
-	for range burst / 2 {
-		<-created
-	}
-	before, err := claims.List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	stopBurst()
-	wg.Wait()
-	recorded := allocationsOf(t, before.Items)
-	delete(recorded, "burst-probe")
-	if len(recorded) == 0 {
-		t.Fatal("no allocation of the burst was recorded before the stop: the test cannot check they survive it")
-	}
+	before, recorded := stopInTheMiddleOfABurst(t, first, 60, 6, func(j int) *networkingv1alpha1.NetworkClaim {
+		return newClaim(fmt.Sprintf("burst-%02d", j), prefix(j))
+	})
 	undecided := 0
-	for i := range before.Items {
-		if !networkregistry.Decided(&before.Items[i]) {
+	for i := range before {
+		if !networkregistry.Decided(&before[i]) {
 			undecided++
 		}
 	}
-
-	second := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, DataDir: first.DataDir})
-	claims = networkClaims(second.ClientConfig)
-	list, err := claims.List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var after []networkingv1alpha1.NetworkClaim
-	for _, c := range list.Items {
-		after = append(after, *waitDecided(t, claims, c.Name))
-	}
-	t.Logf("%d claims before the stop: %d with an allocation recorded, %d undecided; %d claims after the restart", len(before.Items), len(recorded), undecided, len(after))
-	now := allocationsOf(t, after)
-	for name, prefixes := range recorded {
-		if fmt.Sprint(now[name]) != fmt.Sprint(prefixes) {
-			t.Errorf("NetworkClaim %s held %v before the restart and %v after", name, prefixes, now[name])
-		}
-	}
+	after, now := decidedAfterRestart(t, first, recorded)
+	t.Logf("%d claims before the stop: %d with an allocation recorded, %d undecided; %d claims after the restart", len(before), len(recorded), undecided, len(after))
 	// Every record that waits names a claim that holds an overlapping prefix.
 	for _, c := range after {
 		for _, r := range c.Status.AddressSpace {
