@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -44,10 +45,16 @@ metadata:
 		t.Fatalf("with --controllers= the controllers' Lease is held by %q", holder)
 	}
 	kubectl(t, c, "delete", "configmap", "owner")
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	// Time must pass to show that nothing happens: 5 s, a garbage
+	// collector's work many times over.
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		if res := runKubectl(t, c, "", "get", "configmap", "dependent"); res.ExitCode != 0 {
-			t.Fatalf("with --controllers= the dependent of a deleted owner was collected before any controllers process ran: exit code %d, %s", res.ExitCode, res.Stderr)
+			return false, fmt.Errorf("with --controllers= the dependent of a deleted owner was collected before any controllers process ran: exit code %d, %s", res.ExitCode, res.Stderr)
 		}
+		return false, nil // until the time is up
+	})
+	if !wait.Interrupted(err) || t.Context().Err() != nil {
+		t.Fatal(err)
 	}
 
 	logPath := filepath.Join(t.TempDir(), "controllers.log")
@@ -73,20 +80,18 @@ metadata:
 		}
 	})
 
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res := runKubectl(t, c, "", "get", "configmap", "dependent")
-		if res.ExitCode != 0 && strings.Contains(res.Stderr, "NotFound") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the dependent was not collected by the controllers process within 30s")
-		}
+	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		select {
 		case err := <-done:
-			t.Fatalf("controllers process exited: %v", err)
-		case <-time.After(100 * time.Millisecond):
+			done <- err // for the cleanup
+			return false, fmt.Errorf("controllers process exited: %v", err)
+		default:
 		}
+		res := runKubectl(t, c, "", "get", "configmap", "dependent")
+		return res.ExitCode != 0 && strings.Contains(res.Stderr, "NotFound"), nil
+	})
+	if err != nil {
+		t.Fatalf("the dependent was not collected by the controllers process within 30s: %v", err)
 	}
 
 	// The controllers process campaigned for the Lease, and holds it.

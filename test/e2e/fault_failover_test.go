@@ -492,6 +492,8 @@ func churnClaims(t *testing.T, claims clientv1alpha1.NetworkClaimInterface) *cla
 				}
 				names = names[1:]
 			}
+			// A pace, not a wait: five creates a second keep the claims
+			// competing all through the failover without flooding it.
 			select {
 			case <-ctx.Done():
 			case <-time.After(200 * time.Millisecond):
