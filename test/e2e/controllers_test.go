@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
+
+	"sigs.k8s.io/sample-generic-controlplane/test/internal/controllerslease"
 )
 
 // The controllers can run as their own process (hyperkube-style) against a
@@ -113,30 +112,13 @@ metadata:
 	}
 }
 
-// controllersLease is the Lease the controllers' replicas elect a leader on
-// (manager.LeaseName; the e2e suite does not import the controllers).
-const controllersLease = "sample-generic-controlplane-controllers"
-
 // leaseHolder is the holder of the controllers' Lease on c; empty when
 // there is none.
 func leaseHolder(t *testing.T, c *Cluster) string {
 	t.Helper()
-	holder, err := leaseHolderOf(t.Context(), clientset(t, c))
+	holder, err := controllerslease.Holder(t.Context(), clientset(t, c))
 	if err != nil {
-		t.Fatalf("reading Lease %s: %v", controllersLease, err)
+		t.Fatalf("reading Lease %s/%s: %v", controllerslease.Namespace, controllerslease.Name, err)
 	}
 	return holder
-}
-
-// leaseHolderOf returns the holder of the controllers' Lease, "" when it
-// has none or does not exist.
-func leaseHolderOf(ctx context.Context, cs kubernetes.Interface) (string, error) {
-	lease, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, controllersLease, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) || (err == nil && lease.Spec.HolderIdentity == nil) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return *lease.Spec.HolderIdentity, nil
 }
