@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"sigs.k8s.io/sample-generic-controlplane/test/internal/controllerslease"
 )
 
 // The controllers can run as their own process (hyperkube-style) against a
@@ -44,10 +44,16 @@ metadata:
 		t.Fatalf("with --controllers= the controllers' Lease is held by %q", holder)
 	}
 	kubectl(t, c, "delete", "configmap", "owner")
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	// Time must pass to show that nothing happens: 5 s, a garbage
+	// collector's work many times over.
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		if res := runKubectl(t, c, "", "get", "configmap", "dependent"); res.ExitCode != 0 {
-			t.Fatalf("with --controllers= the dependent of a deleted owner was collected before any controllers process ran: exit code %d, %s", res.ExitCode, res.Stderr)
+			return false, fmt.Errorf("with --controllers= the dependent of a deleted owner was collected before any controllers process ran: exit code %d, %s", res.ExitCode, res.Stderr)
 		}
+		return false, nil // until the time is up
+	})
+	if !wait.Interrupted(err) || t.Context().Err() != nil {
+		t.Fatal(err)
 	}
 
 	logPath := filepath.Join(t.TempDir(), "controllers.log")
@@ -73,20 +79,18 @@ metadata:
 		}
 	})
 
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res := runKubectl(t, c, "", "get", "configmap", "dependent")
-		if res.ExitCode != 0 && strings.Contains(res.Stderr, "NotFound") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the dependent was not collected by the controllers process within 30s")
-		}
+	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		select {
 		case err := <-done:
-			t.Fatalf("controllers process exited: %v", err)
-		case <-time.After(100 * time.Millisecond):
+			done <- err // for the cleanup
+			return false, fmt.Errorf("controllers process exited: %v", err)
+		default:
 		}
+		res := runKubectl(t, c, "", "get", "configmap", "dependent")
+		return res.ExitCode != 0 && strings.Contains(res.Stderr, "NotFound"), nil
+	})
+	if err != nil {
+		t.Fatalf("the dependent was not collected by the controllers process within 30s: %v", err)
 	}
 
 	// The controllers process campaigned for the Lease, and holds it.
@@ -108,30 +112,13 @@ metadata:
 	}
 }
 
-// controllersLease is the Lease the controllers' replicas elect a leader on
-// (manager.LeaseName; the e2e suite does not import the controllers).
-const controllersLease = "sample-generic-controlplane-controllers"
-
 // leaseHolder is the holder of the controllers' Lease on c; empty when
 // there is none.
 func leaseHolder(t *testing.T, c *Cluster) string {
 	t.Helper()
-	holder, err := leaseHolderOf(t.Context(), clientset(t, c))
+	holder, err := controllerslease.Holder(t.Context(), clientset(t, c))
 	if err != nil {
-		t.Fatalf("reading Lease %s: %v", controllersLease, err)
+		t.Fatalf("reading Lease %s/%s: %v", controllerslease.Namespace, controllerslease.Name, err)
 	}
 	return holder
-}
-
-// leaseHolderOf returns the holder of the controllers' Lease, "" when it
-// has none or does not exist.
-func leaseHolderOf(ctx context.Context, cs kubernetes.Interface) (string, error) {
-	lease, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, controllersLease, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) || (err == nil && lease.Spec.HolderIdentity == nil) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return *lease.Spec.HolderIdentity, nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
@@ -224,27 +225,15 @@ func inChain(chain []networkregistry.Allocation, a networkregistry.Allocation) b
 // waitUntilFree waits until the registry holds addr for no cluster.
 func waitUntilFree(t *testing.T, r *networkregistry.Registry, addr string) {
 	t.Helper()
-	deadline := time.After(delegationTimeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		holders, err := r.WhoHas(addr)
-		if err != nil {
-			t.Fatal(err)
+	var holders []networkregistry.Allocation
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, delegationTimeout, true, func(context.Context) (bool, error) {
+		var err error
+		if holders, err = r.WhoHas(addr); err != nil {
+			return false, err
 		}
-		clusters := 0
-		for _, a := range holders {
-			if strings.HasPrefix(a.Claim, "cluster-") {
-				clusters++
-			}
-		}
-		if clusters == 0 {
-			return
-		}
-		select {
-		case <-deadline:
-			t.Fatalf("%s is still held after its claim was released: %+v", addr, holders)
-		case <-tick.C:
-		}
+		return !slices.ContainsFunc(holders, func(a networkregistry.Allocation) bool { return strings.HasPrefix(a.Claim, "cluster-") }), nil
+	})
+	if err != nil {
+		t.Fatalf("%s is still held after its claim was released: %+v: %v", addr, holders, err)
 	}
 }

@@ -5,8 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/netip"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
 	clientv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/test/internal/controllerslease"
 )
 
 const (
@@ -58,9 +59,10 @@ var churnPrefixes = []string{"10.123.0.0/24", "10.123.0.0/25", "10.123.0.128/25"
 // churnPrefix starts the names of the churning claims.
 const churnPrefix = "churn-"
 
-// leadingLog is what a replica logs when it takes the controllers' Lease
-// (controllers/manager/election.go), with its Lease holder identity.
-var leadingLog = regexp.MustCompile(`"Leading; starting controllers" identity="([^"]+)"`)
+// leadsOnLease is the line of client-go's leader election gauge on the
+// /metrics of the replica that holds the controllers' Lease (0 once it no
+// longer does; absent on a replica that never held it).
+var leadsOnLease = `leader_election_master_status{name="` + controllerslease.Name + `"} 1`
 
 // Two replicas on one etcd both serve, and exactly one, the holder of the
 // controllers' Lease, runs the controllers. When it is killed, the other
@@ -69,7 +71,7 @@ var leadingLog = regexp.MustCompile(`"Leading; starting controllers" identity="(
 // overlapping prefixes, as a client watching them sees.
 func TestFaultReplicaFailover(t *testing.T) {
 	forEveryProvider(t, func(t *testing.T, p Provider) {
-		requireActions(t, p, ActionStart, ActionReplicas, ActionKill, ActionLogs)
+		requireActions(t, p, ActionStart, ActionReplicas, ActionKill)
 		c := startClusterWith(t, p, Spec{Flags: []string{
 			"--leader-elect-lease-duration=" + leaseDuration.String(), "--leader-elect-retry-period=" + retryPeriod.String()}})
 		if len(c.Replicas) < 2 {
@@ -77,10 +79,11 @@ func TestFaultReplicaFailover(t *testing.T) {
 		}
 		bothServe(t, c.Replicas)
 
-		// The Lease holder is the one replica that logged that it leads,
-		// and the only one whose allocator reports its ledger.
-		holder := waitForLeaseHolder(t, clientset(t, c), "")
-		leader := leaderReplica(t, c.Replicas, holder)
+		// The Lease holder is the one replica that says on /metrics that
+		// it holds the Lease, and the only one whose allocator reports its
+		// ledger.
+		holder := controllerslease.WaitForHolder(t, clientset(t, c), "", readyTimeout)
+		leader := leaderReplica(t, c.Replicas, clientset(t, c), holder)
 		other := (leader + 1) % len(c.Replicas)
 		follower := c.Replicas[other]
 		if !waitForAllocatorMetrics(t, c.Replicas[leader], true) {
@@ -124,7 +127,7 @@ func TestFaultReplicaFailover(t *testing.T) {
 		timeout := leaseDuration + time.Minute
 		wg.Go(func() {
 			takeover = measureUntil(t, killed, timeout, "another replica holding the Lease", func(ctx context.Context) (bool, error) {
-				h, err := leaseHolderOf(ctx, cs)
+				h, err := controllerslease.Holder(ctx, cs)
 				return h != "" && h != holder, err
 			})
 		})
@@ -161,11 +164,11 @@ func TestFaultReplicaFailover(t *testing.T) {
 			t.Errorf("the observer saw no claim waiting for another's prefix: the churning claims did not compete")
 		}
 
-		newHolder, err := leaseHolderOf(ctx, cs)
+		newHolder, err := controllerslease.Holder(ctx, cs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := leaderReplica(t, c.Replicas, newHolder); got != other {
+		if got := leaderReplica(t, c.Replicas, cs, newHolder); got != other {
 			t.Errorf("the new Lease holder %s is replica %d, want %d, the one that stayed", newHolder, got, other)
 		}
 		t.Logf("after the leader's kill: Lease taken over in %s; dependent collected in %s, namespace deleted in %s, new claim allocated in %s",
@@ -206,48 +209,43 @@ func bothServe(t *testing.T, replicas []*Cluster) {
 	}
 }
 
-// waitForLeaseHolder waits until the controllers' Lease has a holder other
-// than not, and returns it.
-func waitForLeaseHolder(t *testing.T, cs kubernetes.Interface, not string) string {
+// leaderReplica returns the index of the replica that holds the
+// controllers' Lease as holder (an identity is new with every process):
+// the only one whose /metrics says that it holds the Lease, while the
+// Lease names holder before and after the replicas are asked. A replica
+// that does not answer (one killed) is not it.
+func leaderReplica(t *testing.T, replicas []*Cluster, cs kubernetes.Interface, holder string) int {
 	t.Helper()
-	var holder string
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		holder, err = leaseHolderOf(ctx, cs)
-		return holder != "" && holder != not, err
-	})
-	if err != nil {
-		t.Fatalf("the controllers' Lease has no holder other than %q: %v", not, err)
-	}
-	return holder
-}
-
-// leaderReplica returns the index of the one replica whose log says it
-// took the Lease as holder (an identity is new with every process), and
-// fails t unless exactly one did.
-func leaderReplica(t *testing.T, replicas []*Cluster, holder string) int {
-	t.Helper()
-	leader := -1
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		leader = -1
+	var leading []int
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := checkLeaseHolder(ctx, cs, holder); err != nil {
+			return false, err
+		}
+		leading = leading[:0]
 		for i, r := range replicas {
-			for _, m := range leadingLog.FindAllStringSubmatch(readFile(t, r.StderrPath), -1) {
-				switch {
-				case m[1] != holder:
-					continue // an earlier term, of this replica or the killed one
-				case leader >= 0:
-					return false, fmt.Errorf("replicas %d and %d both logged that they lead as %s", leader, i, holder)
-				default:
-					leader = i
-				}
+			status, body, err := httpGet(ctx, healthClient(t, r, 2*time.Second), r.URL+"/metrics", nil)
+			if err == nil && status == http.StatusOK && strings.Contains(body, "\n"+leadsOnLease+"\n") {
+				leading = append(leading, i)
 			}
 		}
-		return leader >= 0, nil
+		if err := checkLeaseHolder(ctx, cs, holder); err != nil {
+			return false, err
+		}
+		return len(leading) == 1, nil
 	})
 	if err != nil {
-		t.Fatalf("no replica logged that it leads as the Lease holder %s: %v", holder, err)
+		t.Fatalf("no single replica says on /metrics (%s) that it holds the controllers' Lease, held by %s (replicas saying so: %v): %v", leadsOnLease, holder, leading, err)
 	}
-	return leader
+	return leading[0]
+}
+
+// checkLeaseHolder fails unless the controllers' Lease is held by holder.
+func checkLeaseHolder(ctx context.Context, cs kubernetes.Interface, holder string) error {
+	got, err := controllerslease.Holder(ctx, cs)
+	if err == nil && got != holder {
+		err = fmt.Errorf("the controllers' Lease changed hands, from %s to %q", holder, got)
+	}
+	return err
 }
 
 // waitForAllocatorMetrics reports whether r's /metrics has the allocator's
@@ -492,6 +490,8 @@ func churnClaims(t *testing.T, claims clientv1alpha1.NetworkClaimInterface) *cla
 				}
 				names = names[1:]
 			}
+			// A pace, not a wait: five creates a second keep the claims
+			// competing all through the failover without flooding it.
 			select {
 			case <-ctx.Done():
 			case <-time.After(200 * time.Millisecond):

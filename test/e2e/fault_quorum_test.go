@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 const (
@@ -129,18 +130,17 @@ func TestFaultExternalEtcdQuorum(t *testing.T) {
 			}
 		}
 		var lastErr error
-		for i := 0; ; i++ {
-			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-			lastErr = create(ctx, fmt.Sprintf("back-%03d", i))
-			cancel()
-			if lastErr == nil || time.Since(back) > time.Minute {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		attempt := 0
+		err = wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			ctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			lastErr = create(ctx, fmt.Sprintf("back-%03d", attempt))
+			attempt++
+			return lastErr == nil, nil
+		})
 		writable := time.Since(back)
-		if lastErr != nil {
-			t.Fatalf("no write succeeded within a minute of the etcd members' restart: %v", lastErr)
+		if err != nil {
+			t.Fatalf("no write succeeded within a minute of the etcd members' restart (%d tried; the last: %v): %v", attempt, lastErr, err)
 		}
 		t.Logf("quorum back: the first write succeeded %s after the members were started again", writable.Round(time.Millisecond))
 		if writable > writableAfterQuorum {

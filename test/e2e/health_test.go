@@ -3,11 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 )
 
@@ -27,35 +27,18 @@ func healthClient(t *testing.T, c *Cluster, timeout time.Duration) *http.Client 
 // healthStatus returns the status code of c's path (/readyz, /livez), or the
 // error of a request that got no answer.
 func healthStatus(ctx context.Context, client *http.Client, c *Cluster, path string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+path, nil)
-	if err != nil {
-		return 0, err
-	}
-	res, err := client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	res.Body.Close() //nolint:errcheck
-	return res.StatusCode, nil
+	code, _, err := httpGet(ctx, client, c.URL+path, nil)
+	return code, err
 }
 
 // healthBody returns what c answers on path, whatever the status code.
 func healthBody(t *testing.T, c *Cluster, path string) string {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, c.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := healthClient(t, c, 10*time.Second).Do(req)
+	_, body, err := httpGet(t.Context(), healthClient(t, c, 10*time.Second), c.URL+path, nil)
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
-	defer res.Body.Close() //nolint:errcheck
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	return string(body)
+	return body
 }
 
 // untilReadyz polls c's /readyz every 20 ms until it answers 200 (ready)
@@ -64,21 +47,22 @@ func healthBody(t *testing.T, c *Cluster, path string) string {
 func untilReadyz(t *testing.T, c *Cluster, ready bool, timeout time.Duration) time.Time {
 	t.Helper()
 	client := healthClient(t, c, 2*time.Second)
-	deadline := time.Now().Add(timeout)
+	var seen time.Time
 	var last string
-	for {
-		code, err := healthStatus(t.Context(), client, c, "/readyz")
-		now := time.Now()
-		if (err == nil && code == http.StatusOK) == ready {
-			return now
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		code, err := healthStatus(ctx, client, c, "/readyz")
+		if ctx.Err() != nil {
+			return false, ctx.Err() // the deadline, not the server, ended the request
 		}
+		seen = time.Now()
 		last = fmt.Sprint(code)
 		if err != nil {
 			last = err.Error()
 		}
-		if now.After(deadline) {
-			t.Fatalf("%s/readyz still answers %s %s later, want ready=%v", c.URL, last, timeout, ready)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return (err == nil && code == http.StatusOK) == ready, nil
+	})
+	if err != nil {
+		t.Fatalf("%s/readyz still answers %s %s later, want ready=%v: %v", c.URL, last, timeout, ready, err)
 	}
+	return seen
 }

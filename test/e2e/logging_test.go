@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // maxQuietLines is how many lines a normal start and stop may write to
@@ -67,12 +70,11 @@ func TestQuietStartAndStop(t *testing.T) {
 // their first work: the root CA publisher has written kube-root-ca.crt.
 func waitForControllers(t *testing.T, c *Cluster) {
 	t.Helper()
-	deadline := time.Now().Add(readyTimeout)
-	for runKubectl(t, c, "", "get", "configmap", "kube-root-ca.crt", "--namespace=default").ExitCode != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no configmap kube-root-ca.crt within %s of the ready line: are the controllers running?", readyTimeout)
-		}
-		time.Sleep(100 * time.Millisecond)
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, readyTimeout, true, func(context.Context) (bool, error) {
+		return runKubectl(t, c, "", "get", "configmap", "kube-root-ca.crt", "--namespace=default").ExitCode == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("no configmap kube-root-ca.crt within %s of the ready line: are the controllers running? %v", readyTimeout, err)
 	}
 }
 

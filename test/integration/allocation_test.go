@@ -243,12 +243,13 @@ func TestWaitingRecordsArePromotedFirstComeFirstServed(t *testing.T) {
 	createClaims(t, claims, newClaim("fcfs-holder", "100.66.0.0/16", "100.67.0.0/16"))
 	waitDecided(t, claims, "fcfs-holder")
 	// The oldest claim starts waiting second, by an edit; the last to wait
-	// has the first name. Status dates have seconds, hence the pauses.
+	// has the first name. All three may start waiting within one second:
+	// the order is etcd's (the resourceVersion at which each was first
+	// decided), not their status dates, which have seconds.
 	createClaims(t, claims, newClaim("fcfs-old", "100.76.0.0/24"))
 	waitDecided(t, claims, "fcfs-old")
 	createClaims(t, claims, newClaim("fcfs-c", contested))
 	expectUnavailable(t, waitDecided(t, claims, "fcfs-c"), contested, "100.66.0.0/16", "fcfs-holder")
-	time.Sleep(1100 * time.Millisecond)
 	old, err := claims.Get(t.Context(), "fcfs-old", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +259,6 @@ func TestWaitingRecordsArePromotedFirstComeFirstServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectUnavailable(t, waitDecided(t, claims, "fcfs-old"), contested, "100.66.0.0/16", "fcfs-holder")
-	time.Sleep(1100 * time.Millisecond)
 	createClaims(t, claims, newClaim("fcfs-a", contested))
 	expectUnavailable(t, waitDecided(t, claims, "fcfs-a"), contested, "100.66.0.0/16", "fcfs-holder")
 
@@ -417,64 +417,17 @@ func TestRestartInTheMiddleOfABurstKeepsTheLedger(t *testing.T) {
 	// conflict and many are allocated.
 	shapes := []string{"10.%d.0.0/16", "10.%d.0.0/24", "10.%d.1.0/24", "10.%d.0.128/25"}
 	prefix := func(j int) string { return fmt.Sprintf(shapes[j%len(shapes)], j/len(shapes)%6) }
-	const burst = 60
-	var wg sync.WaitGroup
-	created := make(chan string, burst)
-	ctx, stopBurst := context.WithCancel(t.Context())
-	defer stopBurst()
-	for i := range 6 {
-		wg.Go(func() {
-			for j := i; j < burst; j += 6 {
-				name := fmt.Sprintf("burst-%02d", j)
-				if _, err := claims.Create(ctx, newClaim(name, prefix(j)), metav1.CreateOptions{}); err != nil {
-					return // the server is stopping
-				}
-				created <- name
-			}
-		})
-	}
-	// Stop once half the burst is in, while the rest is still coming.
-	for range burst / 2 {
-		<-created
-	}
-	before, err := claims.List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	stopBurst()
-	wg.Wait()
-	recorded := allocationsOf(t, before.Items)
-	delete(recorded, "burst-probe")
-	if len(recorded) == 0 {
-		t.Fatal("no allocation of the burst was recorded before the stop: the test cannot check they survive it")
-	}
+	before, recorded := stopInTheMiddleOfABurst(t, first, 60, 6, func(j int) *networkingv1alpha1.NetworkClaim {
+		return newClaim(fmt.Sprintf("burst-%02d", j), prefix(j))
+	})
 	undecided := 0
-	for i := range before.Items {
-		if !networkregistry.Decided(&before.Items[i]) {
+	for i := range before {
+		if !networkregistry.Decided(&before[i]) {
 			undecided++
 		}
 	}
-
-	second := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, DataDir: first.DataDir})
-	claims = networkClaims(second.ClientConfig)
-	list, err := claims.List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var after []networkingv1alpha1.NetworkClaim
-	for _, c := range list.Items {
-		after = append(after, *waitDecided(t, claims, c.Name))
-	}
-	t.Logf("%d claims before the stop: %d with an allocation recorded, %d undecided; %d claims after the restart", len(before.Items), len(recorded), undecided, len(after))
-	now := allocationsOf(t, after)
-	for name, prefixes := range recorded {
-		if fmt.Sprint(now[name]) != fmt.Sprint(prefixes) {
-			t.Errorf("NetworkClaim %s held %v before the restart and %v after", name, prefixes, now[name])
-		}
-	}
+	after, now := decidedAfterRestart(t, first, recorded)
+	t.Logf("%d claims before the stop: %d with an allocation recorded, %d undecided; %d claims after the restart", len(before), len(recorded), undecided, len(after))
 	// Every record that waits names a claim that holds an overlapping prefix.
 	for _, c := range after {
 		for _, r := range c.Status.AddressSpace {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,7 +12,6 @@ import (
 
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	applyv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/applyconfiguration/networking/v1alpha1"
-	clientv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
@@ -128,40 +126,10 @@ func TestRestartInTheMiddleOfAPoolBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDecided(t, claims, "pool")
-	const burst = 80
-	created := burstOfPoolRecords(t.Context(), claims, burst)
-	for range burst / 2 {
-		<-created
-	}
-	before, err := claims.List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	recorded := allocationsOf(t, before.Items)
-	delete(recorded, "pool")
-	if len(recorded) == 0 {
-		t.Fatal("no allocation of the burst was recorded before the stop: the test cannot check they survive it")
-	}
-
-	second := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, DataDir: first.DataDir})
-	claims = networkClaims(second.ClientConfig)
-	list, err := claims.List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var after []networkingv1alpha1.NetworkClaim
-	for _, c := range list.Items {
-		after = append(after, *waitDecided(t, claims, c.Name))
-	}
-	now := allocationsOf(t, after) // fails on overlaps between claims
-	for name, prefixes := range recorded {
-		if fmt.Sprint(now[name]) != fmt.Sprint(prefixes) {
-			t.Errorf("NetworkClaim %s held %v before the restart and %v after", name, prefixes, now[name])
-		}
-	}
+	before, recorded := stopInTheMiddleOfABurst(t, first, 80, 4, func(j int) *networkingv1alpha1.NetworkClaim {
+		return claimOf(fmt.Sprintf("pool-burst-%02d", j), poolRecord("v4", "pool", 24), poolRecord("v6", "pool", 48))
+	})
+	_, now := decidedAfterRestart(t, first, recorded)
 	// Within the pool, first fit packs: the /24s and /48s are the lowest
 	// ones, each taken once.
 	seen := map[netip.Prefix]string{}
@@ -176,27 +144,5 @@ func TestRestartInTheMiddleOfAPoolBurst(t *testing.T) {
 			seen[p] = name
 		}
 	}
-	t.Logf("%d claims before the stop, %d with an allocation; %d allocations after the restart", len(before.Items), len(recorded), len(seen))
-}
-
-// burstOfPoolRecords creates claims that each take a /24 and a /48 from
-// the claim "pool", from 4 clients, until ctx ends; it sends each name
-// created.
-func burstOfPoolRecords(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, burst int) <-chan string {
-	created := make(chan string, burst)
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Go(func() {
-			for j := i; j < burst; j += 4 {
-				name := fmt.Sprintf("pool-burst-%02d", j)
-				c := claimOf(name, poolRecord("v4", "pool", 24), poolRecord("v6", "pool", 48))
-				if _, err := claims.Create(ctx, c, metav1.CreateOptions{}); err != nil {
-					return // the server is stopping
-				}
-				created <- name
-			}
-		})
-	}
-	go func() { wg.Wait(); close(created) }()
-	return created
+	t.Logf("%d claims before the stop, %d with an allocation; %d allocations after the restart", len(before), len(recorded), len(seen))
 }

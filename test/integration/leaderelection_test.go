@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
+	"sigs.k8s.io/sample-generic-controlplane/test/internal/controllerslease"
 )
 
 // Two replicas on one etcd: one leads and runs the controllers; when it
@@ -27,11 +28,12 @@ func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 	flags := []string{"--etcd-servers=unix://" + startEtcd(t),
 		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=" + retryPeriod.String()}
 	first := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, Flags: flags})
-	leader := waitForLeader(t, first, "")
+	leader := controllerslease.WaitForHolder(t, kubernetes.NewForConfigOrDie(first.ClientConfig), "", wait.ForeverTestTimeout)
 	second := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, Flags: flags})
+	secondClient := kubernetes.NewForConfigOrDie(second.ClientConfig)
 	// The second replica is up; while it tries to acquire the lease, four
 	// times over, the first still leads and leadership never changes hands.
-	leases := kubernetes.NewForConfigOrDie(second.ClientConfig).CoordinationV1().Leases("kube-system")
+	leases := secondClient.CoordinationV1().Leases("kube-system")
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 4*retryPeriod, true, func(context.Context) (bool, error) {
 		lease, err := leases.Get(t.Context(), manager.LeaseName, metav1.GetOptions{})
 		if err != nil {
@@ -111,7 +113,7 @@ func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 	if err := first.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	newLeader := waitForLeader(t, second, leader)
+	newLeader := controllerslease.WaitForHolder(t, secondClient, leader, wait.ForeverTestTimeout)
 
 	// The new leader keeps both and gives a freed /31 to a waiter.
 	var gone string
@@ -186,25 +188,4 @@ func haHolders(held map[string][]netip.Prefix) map[string][]netip.Prefix {
 		}
 	}
 	return out
-}
-
-// waitForLeader waits until the controllers' Lease has a holder other than not.
-func waitForLeader(t *testing.T, s *cptesting.TestServer, not string) string {
-	t.Helper()
-	leases := kubernetes.NewForConfigOrDie(s.ClientConfig).CoordinationV1().Leases("kube-system")
-	var holder string
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
-		lease, err := leases.Get(ctx, manager.LeaseName, metav1.GetOptions{})
-		if err != nil {
-			return false, ignoreNotFound(err)
-		}
-		if lease.Spec.HolderIdentity != nil {
-			holder = *lease.Spec.HolderIdentity
-		}
-		return holder != "" && holder != not, nil
-	})
-	if err != nil {
-		t.Fatalf("no leader other than %q (holder %q): %v", not, holder, err)
-	}
-	return holder
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
+	"sigs.k8s.io/sample-generic-controlplane/test/internal/controllerslease"
 )
 
 // stopBudget is how long a stop may take whatever etcd's state.
@@ -38,12 +39,12 @@ func TestStopIsBoundedWhenEtcdHangs(t *testing.T) {
 			s.Stop() //nolint:errcheck
 		}
 	})
-	waitForLeader(t, s, "")
+	client := kubernetes.NewForConfigOrDie(s.ClientConfig)
+	controllerslease.WaitForHolder(t, client, "", wait.ForeverTestTimeout)
 	waitControllersRun(t, s)
 
 	proxy.Freeze()
 	// A request that reaches etcd hangs: the drain has it to wait for.
-	client := kubernetes.NewForConfigOrDie(s.ClientConfig)
 	sent := make(chan struct{})
 	var once sync.Once
 	trace := httptrace.WithClientTrace(context.WithoutCancel(t.Context()), &httptrace.ClientTrace{
