@@ -319,9 +319,9 @@ func (c *Controller) report(ctx context.Context, changes []change, deleted *netw
 	logger := klog.FromContext(ctx)
 	for _, ch := range changes {
 		if ch.kind == changeUnavailable || ch.kind == changeBlocker {
-			logger.V(2).Info("Record unavailable", "claim", ch.claim, "record", ch.key, "reason", ch.reason, "message", unavailableMessage(ch.reason, ch.prefix, ch.length, ch.holder))
+			logger.V(2).Info("Record unavailable", "claim", ch.claim, "record", recordName(ch.key), "reason", ch.reason, "message", unavailableMessage(ch.reason, ch.prefix, ch.length, ch.holder))
 		} else {
-			logger.V(2).Info("Record "+strings.ToLower(string(ch.kind)), "claim", ch.claim, "record", ch.key, "prefix", ch.prefix)
+			logger.V(2).Info("Record "+strings.ToLower(string(ch.kind)), "claim", ch.claim, "record", recordName(ch.key), "prefix", ch.prefix)
 		}
 		var claim *networkingv1alpha1.NetworkClaim
 		if deleted != nil && ch.claim == deleted.Name {
@@ -354,14 +354,14 @@ func (c *Controller) report(ctx context.Context, changes []change, deleted *netw
 
 // describe names a record in events: its prefix, and its name if it has
 // one.
-func describe(key recordKey, prefix netip.Prefix) string {
+func describe(key networkingv1alpha1.RecordKey, prefix netip.Prefix) string {
 	switch {
-	case key.name == "":
+	case key.Name == "":
 		return prefix.String()
 	case prefix.IsValid():
-		return fmt.Sprintf("%s (%s)", prefix, key.name)
+		return fmt.Sprintf("%s (%s)", prefix, key.Name)
 	}
-	return key.name
+	return key.Name
 }
 
 func (c *Controller) statusWorker(ctx context.Context) {

@@ -1,15 +1,14 @@
 package allocation
 
 import (
-	"cmp"
 	"maps"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
+	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry/prefixindex"
 )
 
@@ -49,10 +48,10 @@ type ledger struct {
 type claimEntry struct {
 	uid        types.UID
 	generation int64
-	records    map[recordKey]*record
+	records    map[networkingv1alpha1.RecordKey]*record
 	// order is the spec's order of the records, in which a claim's
 	// delegable prefixes are tried as pools.
-	order []recordKey
+	order []networkingv1alpha1.RecordKey
 }
 
 // record is one spec record, as parsed, and the ledger's decision on it.
@@ -112,7 +111,7 @@ const (
 type change struct {
 	kind   changeKind
 	claim  string
-	key    recordKey
+	key    networkingv1alpha1.RecordKey
 	prefix netip.Prefix
 	reason string
 	holder holding
@@ -148,11 +147,11 @@ func (l *ledger) sync(c claimSpec) []change {
 		return changes
 	}
 	if !ok {
-		e = &claimEntry{uid: c.uid, records: map[recordKey]*record{}}
+		e = &claimEntry{uid: c.uid, records: map[networkingv1alpha1.RecordKey]*record{}}
 		l.claims[c.name] = e
 	}
 	e.generation = c.generation
-	inSpec := map[recordKey]recordSpec{}
+	inSpec := map[networkingv1alpha1.RecordKey]recordSpec{}
 	e.order = e.order[:0]
 	for _, rs := range c.records {
 		inSpec[rs.key] = rs
@@ -315,10 +314,10 @@ func (l *ledger) counts() (allocated, waiting int) {
 	return l.held.Len(), l.total - l.held.Len()
 }
 
-func sortedKeys(records map[recordKey]*record) []recordKey {
+func sortedKeys(records map[networkingv1alpha1.RecordKey]*record) []networkingv1alpha1.RecordKey {
 	out := slices.Collect(maps.Keys(records))
-	slices.SortFunc(out, func(a, b recordKey) int {
-		return cmp.Or(strings.Compare(a.name, b.name), a.prefix.Compare(b.prefix))
+	slices.SortFunc(out, func(a, b networkingv1alpha1.RecordKey) int {
+		return compareKeys(a, b)
 	})
 	return out
 }

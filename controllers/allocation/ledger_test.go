@@ -33,7 +33,7 @@ func spec(name string, rv uint64, records ...recordSpec) claimSpec {
 
 func exact(p string) recordSpec {
 	prefix := netip.MustParsePrefix(p)
-	return recordSpec{key: recordKey{prefix: prefix}, req: request{prefix: prefix, length: -1}}
+	return recordSpec{key: networkingv1alpha1.RecordKey{Prefix: prefix.String()}, req: request{prefix: prefix, length: -1}}
 }
 
 // sub is prefix p taken from claim from.
@@ -45,7 +45,7 @@ func sub(p, from string) recordSpec {
 
 // pool is the record name asking for a /length from claim from.
 func pool(name, from string, length int) recordSpec {
-	return recordSpec{key: recordKey{name: name}, req: request{from: from, length: length}}
+	return recordSpec{key: networkingv1alpha1.RecordKey{Name: name}, req: request{from: from, length: length}}
 }
 
 func (r recordSpec) delegable() recordSpec {
@@ -283,7 +283,7 @@ func statusOf(l *ledger) []claimSpec {
 	var out []claimSpec
 	for _, name := range slices.Sorted(maps.Keys(l.claims)) {
 		e := l.claims[name]
-		s := claimSpec{name: name, uid: e.uid, generation: e.generation, resourceVersion: 1 << 40, recorded: map[recordKey]recordedStatus{}}
+		s := claimSpec{name: name, uid: e.uid, generation: e.generation, resourceVersion: 1 << 40, recorded: map[networkingv1alpha1.RecordKey]recordedStatus{}}
 		for _, k := range e.order {
 			r := e.records[k]
 			s.records = append(s.records, r.recordSpec)
@@ -320,28 +320,28 @@ func TestLedgerRestore(t *testing.T) {
 		// Written before the order was recorded: waits ahead of others.
 		func() claimSpec {
 			s := spec("legacy", 50, exact("10.0.0.0/24"))
-			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.0.0.0/24")}: {date: t0, reason: networkingv1alpha1.ReasonConflict}}
+			s.recorded = map[networkingv1alpha1.RecordKey]recordedStatus{{Prefix: "10.0.0.0/24"}: {date: t0, reason: networkingv1alpha1.ReasonConflict}}
 			return s
 		}(),
 		func() claimSpec {
 			s := spec("holder", 40, exact("10.0.0.0/16"))
-			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.0.0.0/16")}: {allocated: true, prefix: netip.MustParsePrefix("10.0.0.0/16"), seq: 40}}
+			s.recorded = map[networkingv1alpha1.RecordKey]recordedStatus{{Prefix: "10.0.0.0/16"}: {allocated: true, prefix: netip.MustParsePrefix("10.0.0.0/16"), seq: 40}}
 			return s
 		}(),
 		func() claimSpec {
 			s := spec("newer", 60, exact("10.0.0.0/20"))
-			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.0.0.0/20")}: {seq: 7, reason: networkingv1alpha1.ReasonConflict, conflict: holding{"holder", netip.MustParsePrefix("10.0.0.0/16")}}}
+			s.recorded = map[networkingv1alpha1.RecordKey]recordedStatus{{Prefix: "10.0.0.0/20"}: {seq: 7, reason: networkingv1alpha1.ReasonConflict, conflict: holding{"holder", netip.MustParsePrefix("10.0.0.0/16")}}}
 			return s
 		}(),
 		// A pool record keeps the prefix its status records.
 		func() claimSpec {
 			s := spec("org", 1, exact("10.8.0.0/13").delegable())
-			s.recorded = map[recordKey]recordedStatus{{prefix: netip.MustParsePrefix("10.8.0.0/13")}: {allocated: true, prefix: netip.MustParsePrefix("10.8.0.0/13"), seq: 1}}
+			s.recorded = map[networkingv1alpha1.RecordKey]recordedStatus{{Prefix: "10.8.0.0/13"}: {allocated: true, prefix: netip.MustParsePrefix("10.8.0.0/13"), seq: 1}}
 			return s
 		}(),
 		func() claimSpec {
 			s := spec("p", 2, pool("pods", "org", 16))
-			s.recorded = map[recordKey]recordedStatus{{name: "pods"}: {allocated: true, prefix: netip.MustParsePrefix("10.12.0.0/16"), seq: 2}}
+			s.recorded = map[networkingv1alpha1.RecordKey]recordedStatus{{Name: "pods"}: {allocated: true, prefix: netip.MustParsePrefix("10.12.0.0/16"), seq: 2}}
 			return s
 		}(),
 	})
@@ -415,7 +415,7 @@ func TestLedgerRandomHistories(t *testing.T) {
 
 func randomRecords(r *rand.Rand, self string, names []string) []recordSpec {
 	var out []recordSpec
-	used := map[recordKey]bool{}
+	used := map[networkingv1alpha1.RecordKey]bool{}
 	var exacts []netip.Prefix
 	for range 1 + r.IntN(3) {
 		var rs recordSpec
@@ -542,7 +542,7 @@ func checkLedger(t *testing.T, where string, l *ledger, before map[*record]netip
 			t.Errorf("%s: %s/%s lost its allocation %s", where, r.claim, r.key, p)
 		}
 	}
-	newly := map[recordKey]map[string]bool{}
+	newly := map[networkingv1alpha1.RecordKey]map[string]bool{}
 	for _, c := range changes {
 		if c.kind == changeAllocated {
 			if newly[c.key] == nil {

@@ -26,7 +26,7 @@ func (l *ledger) restore(claims []claimSpec) []change {
 	recorded := map[*record]recordedStatus{}
 	now := l.now()
 	for _, c := range claims {
-		e := &claimEntry{uid: c.uid, generation: c.generation, records: map[recordKey]*record{}}
+		e := &claimEntry{uid: c.uid, generation: c.generation, records: map[networkingv1alpha1.RecordKey]*record{}}
 		l.claims[c.name] = e
 		for _, rs := range c.records {
 			e.order = append(e.order, rs.key)

@@ -222,7 +222,6 @@ func compareWaiting(a, b *record) int {
 		cmp.Compare(a.seq, b.seq),
 		a.since.Compare(b.since),
 		strings.Compare(a.claim, b.claim),
-		strings.Compare(a.key.name, b.key.name),
-		a.key.prefix.Compare(b.key.prefix),
+		compareKeys(a.key, b.key),
 	)
 }

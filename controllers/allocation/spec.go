@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -27,37 +28,40 @@ type claimSpec struct {
 	// records are the spec's records, in spec order.
 	records []recordSpec
 	// recorded is the claim's status, by record key; used by restore only.
-	recorded map[recordKey]recordedStatus
+	recorded map[networkingv1alpha1.RecordKey]recordedStatus
 }
 
 // recordSpec is one spec record, parsed.
 type recordSpec struct {
-	key recordKey
+	key networkingv1alpha1.RecordKey
 	req request
 	// index is the record's place in the claim's spec, where status shows
 	// its decision.
 	index int
 }
 
-// recordKey identifies a record within its claim as the API's list-map
-// keys do: by name and prefix as the spec writes them. A record taken from
-// a pool has no prefix in spec (its status shows the one it got), so its
-// name alone identifies it.
-type recordKey struct {
-	name   string
-	prefix netip.Prefix
-}
+// A record is known by its key in spec.addressSpace, the API's
+// (networkingv1alpha1.RecordKey: name and prefix, as the list's map keys).
+// A record taken from a pool has no prefix in spec (its status shows the
+// one it got), so its name alone identifies it.
 
-func keyOf(r networkingv1alpha1.AddressSpaceRecord, prefix netip.Prefix) recordKey {
-	return recordKey{name: r.Name, prefix: prefix}
-}
-
-// String names the record in logs: by name if it has one.
-func (k recordKey) String() string {
-	if k.name != "" {
-		return k.name
+// compareKeys orders keys by name, then by prefix in address order (not as
+// strings, which would put 10.10.0.0/16 before 10.9.0.0/16).
+func compareKeys(a, b networkingv1alpha1.RecordKey) int {
+	if c := strings.Compare(a.Name, b.Name); c != 0 {
+		return c
 	}
-	return k.prefix.String()
+	pa, _ := netip.ParsePrefix(a.Prefix) // the zero prefix, first, when empty
+	pb, _ := netip.ParsePrefix(b.Prefix)
+	return pa.Compare(pb)
+}
+
+// recordName names a record in logs: by name if it has one.
+func recordName(k networkingv1alpha1.RecordKey) string {
+	if k.Name != "" {
+		return k.Name
+	}
+	return k.Prefix
 }
 
 // request is what a spec record asks for.
@@ -129,23 +133,23 @@ func recordSpecOf(r networkingv1alpha1.AddressSpaceRecord) (recordSpec, error) {
 			return recordSpec{}, errors.New("a record with prefixLength needs name and from")
 		}
 		req.length = int(*r.PrefixLength)
-		return recordSpec{key: keyOf(r, netip.Prefix{}), req: req}, nil
+		return recordSpec{key: r.Key(), req: req}, nil
 	}
 	p, err := netip.ParsePrefix(r.Prefix)
 	if err != nil {
 		return recordSpec{}, err
 	}
 	req.prefix = p
-	return recordSpec{key: keyOf(r, p), req: req}, nil
+	return recordSpec{key: r.Key(), req: req}, nil
 }
 
 // recordedOf is the decisions a claim's status records for its parsed
 // records, by record key: the status records that answer a spec record as
 // it asks now (see networkregistry.Decisions), so that a record that asks
 // for other space than it was given is decided again.
-func recordedOf(claim *networkingv1alpha1.NetworkClaim, records []recordSpec) map[recordKey]recordedStatus {
+func recordedOf(claim *networkingv1alpha1.NetworkClaim, records []recordSpec) map[networkingv1alpha1.RecordKey]recordedStatus {
 	decisions := networkregistry.Decisions(claim) // one per spec record, in spec order
-	out := map[recordKey]recordedStatus{}
+	out := map[networkingv1alpha1.RecordKey]recordedStatus{}
 	for _, rs := range records {
 		r := decisions[rs.index].Status
 		if r == nil {

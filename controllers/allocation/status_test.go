@@ -61,20 +61,20 @@ func TestDesiredStatusRoundTrip(t *testing.T) {
 
 	claim.Status = status
 	recorded := recordedOf(claim, records)
-	if r := recorded[recordKey{name: "pods"}]; !r.allocated || r.prefix != netip.MustParsePrefix("10.1.0.0/16") || r.seq != 42 {
+	if r := recorded[networkingv1alpha1.RecordKey{Name: "pods"}]; !r.allocated || r.prefix != netip.MustParsePrefix("10.1.0.0/16") || r.seq != 42 {
 		t.Errorf("pods read back as %+v", r)
 	}
-	if r := recorded[recordKey{prefix: netip.MustParsePrefix("10.96.0.0/12")}]; r.allocated || r.reason != networkingv1alpha1.ReasonConflict || r.conflict != (holding{"kube", netip.MustParsePrefix("10.96.0.0/16")}) {
+	if r := recorded[networkingv1alpha1.RecordKey{Prefix: "10.96.0.0/12"}]; r.allocated || r.reason != networkingv1alpha1.ReasonConflict || r.conflict != (holding{"kube", netip.MustParsePrefix("10.96.0.0/16")}) {
 		t.Errorf("10.96.0.0/12 read back as %+v", r)
 	}
-	if r := recorded[recordKey{name: "more"}]; r.allocated || r.reason != networkingv1alpha1.ReasonPoolExhausted || r.prefix.IsValid() || r.seq != 44 {
+	if r := recorded[networkingv1alpha1.RecordKey{Name: "more"}]; r.allocated || r.reason != networkingv1alpha1.ReasonPoolExhausted || r.prefix.IsValid() || r.seq != 44 {
 		t.Errorf("more read back as %+v", r)
 	}
 	// Asked for another length since, pods's allocation answers an earlier
 	// request: it is not read back, and the record is decided again.
 	longer := int32(24)
 	claim.Spec.AddressSpace[0].PrefixLength = &longer
-	if r, ok := recordedOf(claim, specOf(t.Context(), claim).records)[recordKey{name: "pods"}]; ok {
+	if r, ok := recordedOf(claim, specOf(t.Context(), claim).records)[networkingv1alpha1.RecordKey{Name: "pods"}]; ok {
 		t.Errorf("pods's /16 was read back for a /24 request: %+v", r)
 	}
 }
