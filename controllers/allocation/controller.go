@@ -52,7 +52,8 @@ const (
 	// -controller, as kube-controller-manager's names do.
 	Name = "networkclaim-allocation-controller"
 	// ShortName is the controller's first name: --controllers accepts it
-	// as an alias, and it names the controller's work queues and its log
+	// as an alias, and it names the controller's health check
+	// (/livez/controller-networkclaim-allocation), work queues and log
 	// lines, which users watch.
 	ShortName = "networkclaim-allocation"
 	// Identity is the controller's service account in kube-system, and the
@@ -76,6 +77,7 @@ func Descriptor() controller.Descriptor {
 	return controller.Descriptor{
 		Name:           Name,
 		Aliases:        []string{ShortName},
+		ReportedName:   ShortName,
 		ServiceAccount: Identity,
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{group}, Resources: []string{"networkclaims"}, Verbs: []string{"get", "list", "watch"}},

@@ -16,11 +16,21 @@ type Run func(ctx context.Context)
 // runs only on the leading replica, and /livez/controller-<name> reports it.
 // Distributions register their own beside the generic ones.
 type Descriptor struct {
-	// Name selects the controller in --controllers and names its health
-	// check. Lower case, e.g. "garbagecollector".
+	// Name selects the controller in --controllers. For upstream's
+	// controllers it is kube-controller-manager's canonical name
+	// (k8s.io/kubernetes/cmd/kube-controller-manager/names), e.g.
+	// "garbage-collector-controller"; new ones are best named alike.
 	Name string
-	// Aliases are other names --controllers accepts, e.g. kube-controller-manager's.
+	// Aliases are other names --controllers accepts: earlier names of the
+	// controller, which must keep working, e.g. "garbagecollector".
 	Aliases []string
+	// ReportedName is the name the manager reports the controller under:
+	// its health check, /livez/controller-<ReportedName>, and the
+	// "controller" key of its log lines. Empty means Name. A controller
+	// whose Name changed keeps its earlier name here (and in Aliases), so
+	// that probes, ?exclude= lists and log queries written for it keep
+	// working. It must be Name or one of Aliases.
+	ReportedName string
 	// RequiredFeatureGates must all be on for the controller to run.
 	RequiredFeatureGates []featuregate.Feature
 	// RequiredControllers must all be enabled for the controller to run: it

@@ -1,18 +1,9 @@
 package manager
 
 import (
-	"sigs.k8s.io/sample-generic-controlplane/controllers/clusterroleaggregation"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
-	"sigs.k8s.io/sample-generic-controlplane/controllers/csrcleaner"
-	"sigs.k8s.io/sample-generic-controlplane/controllers/csrsigning"
-	"sigs.k8s.io/sample-generic-controlplane/controllers/garbagecollector"
-	"sigs.k8s.io/sample-generic-controlplane/controllers/namespace"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/generic"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/resourcequota"
-	"sigs.k8s.io/sample-generic-controlplane/controllers/rootcacertpublisher"
-	"sigs.k8s.io/sample-generic-controlplane/controllers/serviceaccount"
-	"sigs.k8s.io/sample-generic-controlplane/controllers/serviceaccounttoken"
-	"sigs.k8s.io/sample-generic-controlplane/controllers/storageversionmigrator"
-	"sigs.k8s.io/sample-generic-controlplane/controllers/validatingadmissionpolicystatus"
 )
 
 // GenericControllers are the controllers of kube-controller-manager that the
@@ -20,16 +11,16 @@ import (
 // as the storage version migrator reads its caches.
 func GenericControllers() []controller.Descriptor {
 	return []controller.Descriptor{
-		garbagecollector.Descriptor(),
-		namespace.Descriptor(),
-		serviceaccount.Descriptor(),
-		clusterroleaggregation.Descriptor(),
+		generic.GarbageCollectorDescriptor(),
+		generic.NamespaceDescriptor(),
+		generic.ServiceAccountDescriptor(),
+		generic.ClusterRoleAggregationDescriptor(),
 		resourcequota.Descriptor(),
-		csrsigning.Descriptor(),
-		csrcleaner.Descriptor(),
-		serviceaccounttoken.Descriptor(),
-		validatingadmissionpolicystatus.Descriptor(),
-		rootcacertpublisher.Descriptor(),
-		storageversionmigrator.Descriptor(),
+		generic.CSRSigningDescriptor(),
+		generic.CSRCleanerDescriptor(),
+		generic.ServiceAccountTokenDescriptor(),
+		generic.ValidatingAdmissionPolicyStatusDescriptor(),
+		generic.RootCACertPublisherDescriptor(),
+		generic.StorageVersionMigratorDescriptor(),
 	}
 }

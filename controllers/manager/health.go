@@ -28,7 +28,7 @@ func NewHealth(o *Options) *Health {
 		if !o.runs(d) {
 			continue
 		}
-		name := d.Name
+		name := reportedName(d)
 		h.checks = append(h.checks, healthz.NamedCheck("controller-"+name, func(*http.Request) error {
 			h.mu.Lock()
 			defer h.mu.Unlock()
@@ -38,7 +38,8 @@ func NewHealth(o *Options) *Health {
 	return h
 }
 
-// Checks are one health check per enabled controller, named controller-<name>.
+// Checks are one health check per enabled controller, named
+// controller-<name> after the name it is reported under.
 func (h *Health) Checks() []healthz.HealthChecker {
 	if h == nil {
 		return nil

@@ -97,6 +97,8 @@ func (o *Options) AddControllers(descriptors ...controller.Descriptor) error {
 			return fmt.Errorf("controller %q: the descriptor needs New, which builds the controller", d.Name)
 		case len(d.Rules) > 0 && d.ServiceAccount == "":
 			return fmt.Errorf("controller %q: Rules are granted to ServiceAccount, which is empty", d.Name)
+		case d.ReportedName != "" && d.ReportedName != d.Name && !slices.Contains(d.Aliases, d.ReportedName):
+			return fmt.Errorf("controller %q: ReportedName %q must be its Name or one of its Aliases, which --controllers accepts", d.Name, d.ReportedName)
 		}
 		for _, name := range append([]string{d.Name}, d.Aliases...) {
 			if taken.Has(name) {
@@ -112,6 +114,15 @@ func (o *Options) AddControllers(descriptors ...controller.Descriptor) error {
 // Descriptors are the controllers this manager knows, in start order.
 func (o *Options) Descriptors() []controller.Descriptor {
 	return slices.Clone(o.descriptors)
+}
+
+// reportedName is the name the manager reports d under: its health check
+// and the controller key of its log lines.
+func reportedName(d controller.Descriptor) string {
+	if d.ReportedName != "" {
+		return d.ReportedName
+	}
+	return d.Name
 }
 
 // gatedOff returns the first required feature gate of d that is off, if any.
@@ -131,14 +142,25 @@ func GatedOff(d controller.Descriptor) bool {
 }
 
 // missingController returns the first required controller that
-// --controllers disables, if any.
+// --controllers disables, if any, by the name it is reported under.
 func (o *Options) missingController(d controller.Descriptor) (string, bool) {
 	for _, name := range d.RequiredControllers {
 		if !o.Enabled(name) {
-			return name, true
+			return o.reportedNameOf(name), true
 		}
 	}
 	return "", false
+}
+
+// reportedNameOf returns the name the manager reports the named controller
+// (by name or alias) under.
+func (o *Options) reportedNameOf(name string) string {
+	for _, d := range o.descriptors {
+		if d.Name == name || slices.Contains(d.Aliases, name) {
+			return reportedName(d)
+		}
+	}
+	return name
 }
 
 // runs reports whether the controller runs: --controllers enables it and
@@ -157,11 +179,25 @@ func (o *Options) KnownControllers() []string {
 	return names
 }
 
+// knownWithAliases lists the known controllers for help and errors, each
+// with its aliases: "garbage-collector-controller (garbagecollector), ...".
+func (o *Options) knownWithAliases() string {
+	var names []string
+	for _, d := range o.descriptors {
+		name := d.Name
+		if len(d.Aliases) > 0 {
+			name += " (" + strings.Join(d.Aliases, ", ") + ")"
+		}
+		names = append(names, name)
+	}
+	return strings.Join(names, ", ")
+}
+
 // AddFlags adds the manager's flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf(
-		"Controllers to run in-process: '*' runs all, 'foo' runs foo, '-foo' disables foo; e.g. '*,-garbagecollector' (which leaves out the storage version migrator too: it needs the collector). Known controllers: %s.",
-		strings.Join(o.KnownControllers(), ", ")))
+		"Controllers to run in-process: '*' runs all, 'foo' runs foo, '-foo' disables foo; e.g. '*,-garbage-collector-controller' (which leaves out the storage version migrator too: it needs the collector). Known controllers, with their aliases in parentheses: %s.",
+		o.knownWithAliases()))
 	fs.IntVar(&o.ConcurrentGCSyncs, "concurrent-gc-syncs", o.ConcurrentGCSyncs, "Number of garbage collector workers.")
 	fs.IntVar(&o.ConcurrentNamespaceSyncs, "concurrent-namespace-syncs", o.ConcurrentNamespaceSyncs, "Number of namespaces deleted in parallel.")
 	fs.IntVar(&o.ConcurrentQuotaSyncs, "concurrent-resource-quota-syncs", o.ConcurrentQuotaSyncs, "Number of resource quotas synced in parallel.")
@@ -184,7 +220,7 @@ func (o *Options) Validate() error {
 	known := sets.New(o.KnownControllers()...)
 	for i, c := range o.canonicalControllers(o.Controllers) {
 		if c != "*" && !known.Has(strings.TrimPrefix(c, "-")) {
-			errs = append(errs, fmt.Errorf("--controllers: unknown controller %q; write '*', a name or -name, with names from: %s", o.Controllers[i], strings.Join(o.KnownControllers(), ", ")))
+			errs = append(errs, fmt.Errorf("--controllers: unknown controller %q; write '*', a name or -name, with names (or aliases, in parentheses) from: %s", o.Controllers[i], o.knownWithAliases()))
 		}
 	}
 	if o.ConcurrentGCSyncs < 1 {
@@ -216,11 +252,14 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Enabled reports whether --controllers enables the named controller, with
-// kube-controller-manager's rules (app.IsControllerEnabled): aliases count
-// as their controller's name, the first explicit name or -name wins over
-// '*', and no controller is disabled by default.
+// Enabled reports whether --controllers enables the named controller (name
+// or alias), with kube-controller-manager's rules (app.IsControllerEnabled):
+// aliases count as their controller's name, the first explicit name or
+// -name wins over '*', and no controller is disabled by default.
 func (o *Options) Enabled(name string) bool {
+	if canonical, ok := o.aliases()[name]; ok {
+		name = canonical
+	}
 	return app.IsControllerEnabled(name, nil, o.canonicalControllers(o.Controllers))
 }
 

@@ -31,7 +31,7 @@ func runControllers(ctx context.Context, o *Options, id string, rootConfig *rest
 	if err != nil {
 		for _, d := range o.descriptors {
 			if o.runs(d) {
-				health.failed(d.Name, "cannot start", err)
+				health.failed(reportedName(d), "cannot start", err)
 			}
 		}
 		return err
@@ -48,34 +48,35 @@ func runControllers(ctx context.Context, o *Options, id string, rootConfig *rest
 			// server whose etcd does not answer): start no more.
 			return nil
 		}
+		name := reportedName(d)
 		if gate, off := gatedOff(d); off {
-			logger.Info("Controller disabled by a feature gate", "controller", d.Name, "featureGate", gate)
+			logger.Info("Controller disabled by a feature gate", "controller", name, "featureGate", gate)
 			continue
 		}
 		if !o.Enabled(d.Name) {
-			logger.Info("Controller disabled", "controller", d.Name)
+			logger.Info("Controller disabled", "controller", name)
 			continue
 		}
 		if needed, missing := o.missingController(d); missing {
-			logger.Info("Controller not started: it needs a controller that --controllers disables", "controller", d.Name, "needs", needed)
+			logger.Info("Controller not started: it needs a controller that --controllers disables", "controller", name, "needs", needed)
 			continue
 		}
-		starting := d.Name + " (starting)"
+		starting := name + " (starting)"
 		pending.add(starting)
 		run, err := d.New(ctx, c)
 		pending.remove(starting)
 		if err != nil {
 			// One broken controller must not stop the others.
-			logger.Error(err, "Controller cannot start", "controller", d.Name)
-			health.failed(d.Name, "cannot start", err)
+			logger.Error(err, "Controller cannot start", "controller", name)
+			health.failed(name, "cannot start", err)
 			continue
 		}
 		if run == nil { // not configured to do anything; it said why
 			continue
 		}
-		runs = append(runs, namedRun{d.Name, run})
-		health.set(d.Name, nil)
-		logger.V(2).Info("Controller started", "controller", d.Name)
+		runs = append(runs, namedRun{name, run})
+		health.set(name, nil)
+		logger.V(2).Info("Controller started", "controller", name)
 	}
 	c.InformerFactory.Start(ctx.Done())
 	defer c.InformerFactory.Shutdown()

@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/sample-generic-controlplane/controllers/clusterroleaggregation"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
+
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 )
@@ -18,7 +19,7 @@ func TestHealthSyncedOnceControllersStarted(t *testing.T) {
 	s := cptesting.StartTestServer(t, cptesting.Options{Flags: []string{"--controllers="}})
 	o := manager.NewOptions()
 	o.LeaderElect = false
-	o.Controllers = []string{clusterroleaggregation.Name}
+	o.Controllers = []string{names.ClusterRoleAggregationController}
 	h := manager.NewHealth(o)
 	select {
 	case <-h.Synced():

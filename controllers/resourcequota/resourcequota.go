@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/quota/v1/generic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
 	kubecontroller "k8s.io/kubernetes/pkg/controller"
 	resourcequotacontroller "k8s.io/kubernetes/pkg/controller/resourcequota"
 
@@ -23,9 +24,11 @@ import (
 )
 
 const (
-	// Name selects the controller in --controllers.
-	Name     = "resourcequota"
-	identity = "resourcequota-controller"
+	// shortName is the controller's name before it took
+	// kube-controller-manager's: an alias, and the name the manager reports
+	// it under.
+	shortName = "resourcequota"
+	identity  = "resourcequota-controller"
 	// discoverySyncPeriod is how often Sync looks for resources of CRDs
 	// created after start, and how long each resync that found new ones
 	// waits for their monitors to sync (the workers pause meanwhile).
@@ -36,37 +39,48 @@ const (
 	discoverySyncPeriod = 5 * time.Second
 )
 
-// New builds the controller; run the returned function to start it.
-// syncPeriod is how often every quota is recalculated in full: events
-// (quota changes, deletions of what it counts) recalculate it at once, and
-// admission charges creations.
-func New(ctx context.Context, c *controller.Context, workers int, syncPeriod time.Duration) (func(context.Context), error) {
+// Descriptor registers the controller with the manager.
+func Descriptor() controller.Descriptor {
+	return controller.Descriptor{
+		Name:           names.ResourceQuotaController,
+		Aliases:        []string{shortName},
+		ReportedName:   shortName,
+		ServiceAccount: identity,
+		New:            New,
+	}
+}
+
+// New builds the controller with --concurrent-resource-quota-syncs
+// workers. Every quota is recalculated in full each
+// --resource-quota-sync-period: events (quota changes, deletions of what it
+// counts) recalculate it at once, and admission charges creations.
+func New(ctx context.Context, c *controller.Context) (controller.Run, error) {
 	config, err := c.ClientBuilder.Config(identity)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+		return nil, fmt.Errorf("%s: %w", shortName, err)
 	}
 	// One config for both clients: the client builder would look up the
 	// service account and start a token source for each.
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+		return nil, fmt.Errorf("%s: %w", shortName, err)
 	}
 	metadataClient, err := metadata.NewForConfig(config)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+		return nil, fmt.Errorf("%s: %w", shortName, err)
 	}
 	quotaConfig, err := NewConfiguration(generic.ListerFuncForResourceFunc(c.ObjectOrMetadataInformerFactory.ForResource))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+		return nil, fmt.Errorf("%s: %w", shortName, err)
 	}
 	discover, err := controller.DiscoveryAfterFirstSuccess(ctx, client.Discovery().ServerPreferredNamespacedResources)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+		return nil, fmt.Errorf("%s: %w", shortName, err)
 	}
 	rq, err := resourcequotacontroller.NewController(ctx, &resourcequotacontroller.ControllerOptions{
 		QuotaClient:               client.CoreV1(),
 		ResourceQuotaInformer:     c.InformerFactory.Core().V1().ResourceQuotas(),
-		ResyncPeriod:              kubecontroller.StaticResyncPeriodFunc(syncPeriod),
+		ResyncPeriod:              kubecontroller.StaticResyncPeriodFunc(c.Settings.ResourceQuotaSyncPeriod),
 		Registry:                  newRegistry(quotaConfig.Evaluators(), quotaConfig.IgnoredResources(), c.RESTMapper, metadataClient),
 		DiscoveryFunc:             discover,
 		IgnoredResourcesFunc:      quotaConfig.IgnoredResources,
@@ -75,22 +89,11 @@ func New(ctx context.Context, c *controller.Context, workers int, syncPeriod tim
 		ReplenishmentResyncPeriod: kubecontroller.StaticResyncPeriodFunc(12 * time.Hour),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+		return nil, fmt.Errorf("%s: %w", shortName, err)
 	}
+	workers := c.Settings.ConcurrentQuotaSyncs
 	return func(ctx context.Context) {
 		go rq.Sync(ctx, discover, discoverySyncPeriod)
 		rq.Run(ctx, workers)
 	}, nil
-}
-
-// Descriptor registers the controller with the manager.
-func Descriptor() controller.Descriptor {
-	return controller.Descriptor{
-		Name:           Name,
-		Aliases:        []string{"resourcequota-controller"},
-		ServiceAccount: identity,
-		New: func(ctx context.Context, c *controller.Context) (controller.Run, error) {
-			return New(ctx, c, c.Settings.ConcurrentQuotaSyncs, c.Settings.ResourceQuotaSyncPeriod)
-		},
-	}
 }

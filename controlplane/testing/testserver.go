@@ -39,7 +39,7 @@ type Options struct {
 	// DataDir to use; empty means a new t.TempDir(). Pass the DataDir of a
 	// stopped server to restart it on the same data.
 	DataDir string
-	// Flags are command-line flags of the control plane, e.g. "--controllers=*,-garbagecollector".
+	// Flags are command-line flags of the control plane, e.g. "--controllers=*,-garbage-collector-controller".
 	Flags []string
 	// StartTimeout bounds the wait for readiness, and each wait for CRDs to
 	// be served; DefaultStartTimeout if zero.

@@ -26,9 +26,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
 
-	"sigs.k8s.io/sample-generic-controlplane/controllers/garbagecollector"
-	"sigs.k8s.io/sample-generic-controlplane/controllers/namespace"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
 )
 
@@ -46,7 +45,7 @@ func run(ctx context.Context, args []string) error {
 	opts.Resources = servedResources
 	// Only the collector, namespace deletion and ours run by default;
 	// --controllers chooses otherwise.
-	opts.Controllers.Controllers = []string{garbagecollector.Name, namespace.Name, welcomeName}
+	opts.Controllers.Controllers = []string{names.GarbageCollectorController, names.NamespaceController, welcomeName}
 	if err := opts.Controllers.AddControllers(welcomeDescriptor()); err != nil {
 		return err
 	}

@@ -22,9 +22,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
-	"sigs.k8s.io/sample-generic-controlplane/controllers/storageversionmigrator"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
@@ -215,7 +215,7 @@ func deleteNamespaceAndWait(t *testing.T, client kubernetes.Interface, ns string
 // fails its liveness check, saying what to do, as kube-controller-manager
 // refuses to start.
 func TestControllersFlagDisablesGarbageCollector(t *testing.T) {
-	s := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, Flags: []string{"--controllers=*,-garbagecollector"}})
+	s := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, Flags: []string{"--controllers=*,-garbage-collector-controller"}})
 	ctx := t.Context()
 	client := kubernetes.NewForConfigOrDie(s.ClientConfig)
 	c := configMaps(t, s.ClientConfig, "default")
@@ -241,7 +241,7 @@ func TestControllersFlagDisablesGarbageCollector(t *testing.T) {
 	if reason, live := livezCheck(t, s.ClientConfig, ""); !live {
 		t.Fatalf("/livez fails with the garbage collector disabled:\n%s", reason)
 	}
-	if _, err := client.CoreV1().ServiceAccounts("kube-system").Get(ctx, storageversionmigrator.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := client.CoreV1().ServiceAccounts("kube-system").Get(ctx, names.StorageVersionMigratorController, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the storage version migrator obtained its identity without the garbage collector: %v", err)
 	}
 }
@@ -409,8 +409,12 @@ func TestEveryControllerHasAHealthCheck(t *testing.T) {
 	if err := known.AddControllers(kana.Controllers()...); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range known.KnownControllers() {
-		if want := "[+]controller-" + name + " ok"; !strings.Contains(report, want) {
+	checks := manager.NewHealth(known).Checks()
+	if len(checks) != len(known.KnownControllers()) {
+		t.Fatalf("%d health checks for the controllers %v", len(checks), known.KnownControllers())
+	}
+	for _, check := range checks {
+		if want := "[+]" + check.Name() + " ok"; !strings.Contains(report, want) {
 			t.Errorf("/livez?verbose lacks %q:\n%s", want, report)
 		}
 	}

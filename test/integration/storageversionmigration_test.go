@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
 
-	"sigs.k8s.io/sample-generic-controlplane/controllers/storageversionmigrator"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
@@ -52,10 +52,10 @@ func TestStorageVersionMigrationAPIOffByRuntimeConfig(t *testing.T) {
 	// controller at work proves the migrator's start is behind us.
 	newNamespace(t, client, "barrier")
 	deleteNamespaceAndWait(t, client, "barrier")
-	if want, report := "[+]controller-"+storageversionmigrator.Name+" ok", livez(t, s.ClientConfig); !strings.Contains(report, want) {
+	if want, report := "[+]controller-"+names.StorageVersionMigratorController+" ok", livez(t, s.ClientConfig); !strings.Contains(report, want) {
 		t.Errorf("/livez?verbose lacks %q:\n%s", want, report)
 	}
-	if _, err := client.CoreV1().ServiceAccounts("kube-system").Get(t.Context(), storageversionmigrator.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := client.CoreV1().ServiceAccounts("kube-system").Get(t.Context(), names.StorageVersionMigratorController, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("with its API off, the migrator obtained its identity: %v", err)
 	}
 }

@@ -1,8 +1,9 @@
 // Command controllers measures how long garbage collection of 1,000
 // dependents and deletion of a namespace of 1,000 objects take with the
 // in-process controllers, beside upstream kube-controller-manager (built from
-// this module's graph, --controllers=garbagecollector,namespace) doing the
-// same against the same API server. Medians of -runs runs.
+// this module's graph,
+// --controllers=garbage-collector-controller,namespace-controller) doing
+// the same against the same API server. Medians of -runs runs.
 //
 //	go run ./hack/bench/controllers -binary bin/sample-generic-controlplane -kcm bin/anchor-kcm
 package main
@@ -82,7 +83,7 @@ func measure(binary, kcm string, kcmArgs []string, r *results) error {
 	kubeconfig := filepath.Join(dir, "data", "admin.kubeconfig")
 	if kcm != "" {
 		m, err := benchutil.Start(kcm, append([]string{
-			"--kubeconfig=" + kubeconfig, "--controllers=garbagecollector,namespace",
+			"--kubeconfig=" + kubeconfig, "--controllers=garbage-collector-controller,namespace-controller",
 			"--use-service-account-credentials=true", "--leader-elect=false", "--secure-port=0",
 		}, kcmArgs...), filepath.Join(dir, "kcm.log"))
 		if err != nil {

@@ -30,8 +30,9 @@ type AnchorBinaries struct {
 	Etcd, APIServer, KCM string
 }
 
-// anchorControllers are kube-controller-manager's names for the generic
-// controllers (controllers/manager.GenericControllers).
+// anchorControllers are the generic controllers
+// (controllers/manager.GenericControllers), by their names, which are
+// kube-controller-manager's.
 var anchorControllers = []string{
 	"garbage-collector-controller",
 	"namespace-controller",

@@ -1,4 +1,4 @@
-package storageversionmigrator
+package generic
 
 import (
 	"errors"
@@ -53,7 +53,7 @@ func TestNewWithoutWhatItNeeds(t *testing.T) {
 				featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, gate, false)
 			}
 			c := &controller.Context{RESTMapper: mapperServing(tc.served...)}
-			run, err := New(t.Context(), c)
+			run, err := newStorageVersionMigrator(t.Context(), c)
 			if !errors.Is(err, tc.wantError) {
 				t.Fatalf("error %v, want %v", err, tc.wantError)
 			}
@@ -73,12 +73,12 @@ func TestRaiseLimits(t *testing.T) {
 		wantBurst int
 	}{
 		{name: "kube-controller-manager's defaults", qps: 50, burst: 100, wantQPS: 1000, wantBurst: 10000},
-		{name: "client-go's defaults when unset", qps: 0, burst: 0, wantQPS: rest.DefaultQPS * qpsFactor, wantBurst: rest.DefaultBurst * burstFactor},
-		{name: "unlimited stays unlimited", qps: -1, burst: 0, wantQPS: -qpsFactor, wantBurst: rest.DefaultBurst * burstFactor},
+		{name: "client-go's defaults when unset", qps: 0, burst: 0, wantQPS: rest.DefaultQPS * migrationQPSFactor, wantBurst: rest.DefaultBurst * migrationBurstFactor},
+		{name: "unlimited stays unlimited", qps: -1, burst: 0, wantQPS: -migrationQPSFactor, wantBurst: rest.DefaultBurst * migrationBurstFactor},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			config := &rest.Config{QPS: tc.qps, Burst: tc.burst}
-			raised := raiseLimits(config)
+			raised := raiseMigrationLimits(config)
 			if raised.QPS != tc.wantQPS || raised.Burst != tc.wantBurst {
 				t.Errorf("QPS %v, burst %d; want %v, %d", raised.QPS, raised.Burst, tc.wantQPS, tc.wantBurst)
 			}
