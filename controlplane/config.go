@@ -87,6 +87,9 @@ func NewConfig(ctx context.Context, opts CompletedOptions, etcd *embeddedetcd.Se
 	if !ok {
 		return nil, errors.New("the secure port is not bound: call CompletedOptions.Listen before NewConfig")
 	}
+	if (opts.EmbeddedEtcd != nil) != (etcd != nil) {
+		return nil, errors.New("the embedded etcd member must be given exactly when the options ask for one: pass what CompletedOptions.StartEtcd returned")
+	}
 	logger := klog.FromContext(ctx)
 	etcdReady := make(chan error, 1)
 	readyCtx, stopWaiting := context.WithCancel(ctx)

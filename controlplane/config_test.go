@@ -48,10 +48,12 @@ func TestServeConfigFailureStopsEmbeddedEtcd(t *testing.T) {
 	d.Close()
 }
 
-// NewConfig serves on the port Listen bound; without it, it says so.
-func TestNewConfigNeedsListen(t *testing.T) {
+// NewConfig serves on the port Listen bound, and on the member StartEtcd
+// started; without them, it says so.
+func TestNewConfigNeedsListenAndEtcd(t *testing.T) {
 	o := NewOptions()
 	o.DataDir = t.TempDir()
+	o.ControlPlane.SecureServing.BindPort = 0 // a free port
 	d, err := o.PrepareDataDir()
 	if err != nil {
 		t.Fatal(err)
@@ -63,5 +65,13 @@ func TestNewConfigNeedsListen(t *testing.T) {
 	}
 	if _, err := NewConfig(t.Context(), completed, nil); err == nil || !strings.Contains(err.Error(), "call CompletedOptions.Listen") {
 		t.Errorf("NewConfig without Listen: %v, want an error naming Listen", err)
+	}
+	listener, err := completed.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close()
+	if _, err := NewConfig(t.Context(), completed, nil); err == nil || !strings.Contains(err.Error(), "CompletedOptions.StartEtcd") {
+		t.Errorf("NewConfig of an embedded etcd without the member: %v, want an error naming StartEtcd", err)
 	}
 }

@@ -5,7 +5,19 @@ import (
 	"sync"
 )
 
-// servingListener is the API server's listener. Release frees the port
+// Listener is the bound secure port (CompletedOptions.Listen).
+type Listener struct {
+	serving *servingListener
+}
+
+// Addr is the address the port is bound to.
+func (l *Listener) Addr() net.Addr { return l.serving.Addr() }
+
+// Close frees the port, whether or not the server ran. It is safe to call
+// more than once.
+func (l *Listener) Close() { l.serving.release() }
+
+// servingListener is the API server's listener. Its release frees the port
 // even when the HTTP server has not stopped, i.e. when its stop was left
 // behind: upstream panics when Serve returns before it was told to stop,
 // so Accept then does not return until the HTTP server closes the listener

@@ -178,6 +178,9 @@ func (o *Options) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	// ApplyToProcess applies them, and Complete leaves them out of the
+	// completed options (see applyMetrics).
+	errs = append(errs, o.ControlPlane.Metrics.Validate()...)
 	for _, g := range o.apiGroups {
 		if !g.gatedOff() {
 			continue
@@ -242,7 +245,7 @@ func validateEtcdServer(server string) error {
 // it, creates or loads the PKI (for the serving certificate's names: the
 // bind address, --tls-san) and, for an embedded etcd, chooses its socket.
 // Close the returned handle once the control plane has stopped.
-func (o *Options) PrepareDataDir() (*datadir.DataDir, error) {
+func (o *Options) PrepareDataDir() (*datadir.Dir, error) {
 	return datadir.Prepare(o.DataDir, datadir.Settings{ServingHosts: o.servingHosts(), EmbeddedEtcd: o.Embedded()})
 }
 
@@ -255,7 +258,7 @@ type CompletedOptions struct {
 type completedOptions struct {
 	ControlPlane cpoptions.CompletedOptions
 	// DataDir is the prepared data dir; it stays its caller's to close.
-	DataDir *datadir.DataDir
+	DataDir *datadir.Dir
 	// EmbeddedEtcd is nil with an external etcd.
 	EmbeddedEtcd *EmbeddedEtcdOptions
 	// Controllers is nil when the control plane runs none.
@@ -271,7 +274,7 @@ type completedOptions struct {
 // completes upstream's options, which read the certificate files (as
 // upstream's MaybeDefaultWithSelfSignedCerts expects them written in its
 // Complete). It leaves o as it was.
-func (o *Options) Complete(ctx context.Context, dataDir *datadir.DataDir) (CompletedOptions, error) {
+func (o *Options) Complete(ctx context.Context, dataDir *datadir.Dir) (CompletedOptions, error) {
 	resources := o.Resources
 	if resources == nil {
 		resources = DefaultResources
@@ -442,10 +445,11 @@ func (c CompletedOptions) Validate() []error {
 }
 
 // Listen binds the secure port (--bind-address, --secure-port; port 0
-// picks a free one) unless the options carry a listener already, and
-// returns it: close it once the server has stopped. Bind it before etcd
-// starts, so that a port in use fails before etcd is touched.
-func (c CompletedOptions) Listen() (net.Listener, error) {
+// picks a free one) unless the options carry a listener already. Bind it
+// before etcd starts, so that a port in use fails before etcd is touched.
+// Run frees the port when it stops; close the returned Listener after it
+// too, for the case that Run never ran.
+func (c CompletedOptions) Listen() (*Listener, error) {
 	ss := c.ControlPlane.SecureServing
 	if ss.Listener == nil {
 		addr := net.JoinHostPort(ss.BindAddress.String(), strconv.Itoa(ss.BindPort))
@@ -455,16 +459,16 @@ func (c CompletedOptions) Listen() (net.Listener, error) {
 		}
 		ss.Listener, ss.BindPort = listener, port
 	}
-	// The server's own view of it, which frees the port when the server
-	// stops even if upstream's HTTP server was left behind (listener.go).
-	if _, ok := ss.Listener.(*servingListener); !ok {
-		ss.Listener = newServingListener(ss.Listener)
+	l, ok := ss.Listener.(*servingListener)
+	if !ok {
+		l = newServingListener(ss.Listener)
+		ss.Listener = l
 	}
-	return ss.Listener, nil
+	return &Listener{serving: l}, nil
 }
 
 // StartEtcd starts the embedded etcd member on the data dir
-// (datadir.DataDir.StartEtcd), or returns nil with an external etcd. The
+// (datadir.Dir.StartEtcd), or returns nil with an external etcd. The
 // member elects itself while the configuration is built (NewConfig waits
 // for it). Close it once the server has stopped, before the data dir.
 func (c CompletedOptions) StartEtcd(ctx context.Context) (*embeddedetcd.Server, error) {

@@ -62,7 +62,7 @@ func (o *Options) ApplyToProcess(logs bool) (flush func(), err error) {
 //	Validate → PrepareDataDir → Complete → Validate → Listen →
 //	StartEtcd → NewConfig → Complete → New → Run
 //
-// and on the way out, once Run has returned, etcd is closed, the port freed
+// and on the way out: Run frees the port when it stops, then etcd is closed
 // and the data dir unlocked. ready, if not nil, is called once the server serves (its
 // Ready). Apply the flags first (ApplyToProcess).
 func Serve(ctx context.Context, o *Options, ready func(*Server)) error {
@@ -85,7 +85,7 @@ func Serve(ctx context.Context, o *Options, ready func(*Server)) error {
 	if err != nil {
 		return err
 	}
-	defer listener.Close() //nolint:errcheck // Run frees it already, unless it never ran
+	defer listener.Close()
 	etcd, err := completed.StartEtcd(ctx)
 	if err != nil {
 		return err
@@ -105,14 +105,23 @@ func Serve(ctx context.Context, o *Options, ready func(*Server)) error {
 	if err != nil {
 		return err
 	}
-	if ready != nil {
-		go func() {
+	readyDone := make(chan struct{})
+	go func() {
+		defer close(readyDone)
+		select {
+		case <-server.Ready():
+			// Ready, then stopped at once: say nothing.
 			select {
-			case <-server.Ready():
-				ready(server)
 			case <-server.Stopped():
+			default:
+				if ready != nil {
+					ready(server)
+				}
 			}
-		}()
-	}
-	return server.Run(ctx)
+		case <-server.Stopped():
+		}
+	}()
+	err = server.Run(ctx)
+	<-readyDone
+	return err
 }

@@ -52,13 +52,25 @@ type preparedAPIs interface {
 // aggregator) with every post-start hook (the bootstraps) and health check
 // (one per controller), and prepares it to run (the OpenAPI documents are
 // built here), so that every wiring error comes back from New, before
-// anything serves. etcd must be ready: the storage talks to it.
+// anything serves. etcd must be ready: the storage talks to it. The chain's
+// storage runs from here on: Run the server (with a done context it stops
+// at once), or it keeps running until the process exits.
 func (c CompletedConfig) New() (*Server, error) {
-	opts := c.Options
-	chain, core, err := createServerChain(c.APIs, opts.APIGroups)
+	chain, core, err := createServerChain(c.APIs, c.Options.APIGroups)
 	if err != nil {
 		return nil, err
 	}
+	s, err := c.newServer(chain, core)
+	if err != nil {
+		// Upstream's storage (watch caches, the compactor) stops here.
+		chain.GenericAPIServer.Destroy()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (c CompletedConfig) newServer(chain *aggregatorapiserver.APIAggregator, core *coreStorage) (*Server, error) {
+	opts := c.Options
 	// Readiness waits for each: e.g. the roles that let components use an
 	// added API exist before the server reports ready.
 	bootstraps := opts.Bootstraps
@@ -123,7 +135,8 @@ func (s *Server) DataDir() string { return s.config.Options.DataDir.Path }
 func (s *Server) PKI() *pki.PKI { return s.config.Options.DataDir.PKI }
 
 // Ready is closed once /readyz succeeds: every API is installed and every
-// post-start hook has finished.
+// post-start hook has finished. A server that fails before it is ready
+// never closes it: wait on Stopped too.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // Stopped is closed once Run has returned.
@@ -176,10 +189,8 @@ func (s *Server) run(ctx context.Context) error {
 		}()
 	}
 
-	if err := pki.EnsureAdminKubeconfig(s.KubeconfigPath(), s.url, s.PKI()); err != nil {
-		return fmt.Errorf("writing admin kubeconfig: %w", err)
-	}
-	if err := s.core.ensureSystemNamespace(ctx); err != nil {
+	if err := s.prepareToServe(ctx); err != nil {
+		s.chain.GenericAPIServer.Destroy()
 		return err
 	}
 	go s.signalReady(ctx)
@@ -209,6 +220,9 @@ func (s *Server) run(ctx context.Context) error {
 	var runErr error
 	select {
 	case runErr = <-apiDone:
+		// The API server stopped by itself: so do the controllers.
+		cancel(nil)
+		<-controllersDone
 	case <-ctx.Done():
 		logger := klog.FromContext(ctx)
 		// Controllers stop before the API server drains, so that they
@@ -226,6 +240,15 @@ func (s *Server) run(ctx context.Context) error {
 		return cause
 	}
 	return runErr
+}
+
+// prepareToServe writes what must exist before the server serves: the
+// admin kubeconfig, and kube-system (see systemnamespace.go).
+func (s *Server) prepareToServe(ctx context.Context) error {
+	if err := pki.EnsureAdminKubeconfig(s.KubeconfigPath(), s.url, s.PKI()); err != nil {
+		return fmt.Errorf("writing admin kubeconfig: %w", err)
+	}
+	return s.core.ensureSystemNamespace(ctx)
 }
 
 // runControllers starts the in-process controllers once the API is ready

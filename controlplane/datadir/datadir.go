@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/pki"
 )
@@ -38,8 +39,8 @@ type Settings struct {
 	EmbeddedEtcd bool
 }
 
-// DataDir is a prepared data directory, held by this process until Close.
-type DataDir struct {
+// Dir is a prepared data directory, held by this process until Close.
+type Dir struct {
 	// Path is the directory's absolute path.
 	Path string
 	// PKI are the credentials under pki/.
@@ -51,12 +52,15 @@ type DataDir struct {
 	lock *lock
 	// cleanups run at Close, e.g. removing a socket dir outside the data dir.
 	cleanups []func()
+	// background is what works in the data dir after StartEtcd returned
+	// (removing what a restore replaced); Close waits for it.
+	background sync.WaitGroup
 }
 
 // Prepare creates the data dir at path (mode 0700) unless it exists, locks
 // it, creates or loads the PKI and chooses the embedded etcd's socket. It
 // fails at once, naming the process, when another control plane holds it.
-func Prepare(path string, s Settings) (*DataDir, error) {
+func Prepare(path string, s Settings) (*Dir, error) {
 	if path == "" {
 		return nil, errors.New("--data-dir must not be empty; write e.g. --data-dir=$HOME/.local/share/sample-generic-controlplane")
 	}
@@ -71,7 +75,7 @@ func Prepare(path string, s Settings) (*DataDir, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &DataDir{Path: abs, lock: l}
+	d := &Dir{Path: abs, lock: l}
 	if d.PKI, err = pki.Ensure(filepath.Join(abs, pkiDirName), s.ServingHosts); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("preparing certificates in %s: %w", abs, err)
@@ -90,10 +94,11 @@ func Prepare(path string, s Settings) (*DataDir, error) {
 	return d, nil
 }
 
-// Close gives the data dir back: it removes what Prepare made outside it
-// and unlocks it. Stop the embedded etcd member first. It is safe to call
-// more than once.
-func (d *DataDir) Close() {
+// Close gives the data dir back: it waits for what works in it, removes
+// what Prepare made outside it and unlocks it. Stop the embedded etcd member
+// first. It is safe to call more than once.
+func (d *Dir) Close() {
+	d.background.Wait()
 	for _, cleanup := range slices.Backward(d.cleanups) {
 		cleanup()
 	}
@@ -102,7 +107,7 @@ func (d *DataDir) Close() {
 }
 
 // KubeconfigPath is where the admin kubeconfig is kept.
-func (d *DataDir) KubeconfigPath() string {
+func (d *Dir) KubeconfigPath() string {
 	return filepath.Join(d.Path, kubeconfigName)
 }
 

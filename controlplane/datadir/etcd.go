@@ -22,9 +22,9 @@ type EtcdSettings struct {
 // itself meanwhile (Server.Ready, WaitReady). Once it is ready, the member
 // data a snapshot restore replaced is removed (not before: should the
 // restored member not start, the data it replaced is still there to go back
-// to). It refuses a data dir whose restore was interrupted. Close the
-// member before the data dir.
-func (d *DataDir) StartEtcd(ctx context.Context, s EtcdSettings) (*embeddedetcd.Server, error) {
+// to); ctx gives that removal its logger. It refuses a data dir whose
+// restore was interrupted. Close the member before the data dir.
+func (d *Dir) StartEtcd(ctx context.Context, s EtcdSettings) (*embeddedetcd.Server, error) {
 	if d.EtcdSocket == "" {
 		return nil, errors.New("the data dir was prepared for an external etcd (Settings.EmbeddedEtcd is false)")
 	}
@@ -44,7 +44,9 @@ func (d *DataDir) StartEtcd(ctx context.Context, s EtcdSettings) (*embeddedetcd.
 		return nil, err
 	}
 	logger := klog.FromContext(ctx)
+	d.background.Add(1)
 	go func() {
+		defer d.background.Done()
 		select {
 		case <-member.Ready():
 			removeReplacedEtcdData(logger, d.Path)

@@ -74,6 +74,9 @@ type TestServer struct {
 
 	cancel context.CancelFunc
 	done   chan error
+	// listener is the free port the server was given; Stop closes it
+	// should the server have stopped before it took it over.
+	listener net.Listener
 	// startTimeout bounds InstallCRDs too.
 	startTimeout time.Duration
 	stopOnce     sync.Once
@@ -156,7 +159,7 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	o.ControlPlane.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
 
 	runCtx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), klog.Background()))
-	s := &TestServer{DataDir: opts.DataDir, cancel: cancel, done: make(chan error, 1), startTimeout: opts.StartTimeout, restoreGates: restoreGates}
+	s := &TestServer{DataDir: opts.DataDir, cancel: cancel, listener: listener, done: make(chan error, 1), startTimeout: opts.StartTimeout, restoreGates: restoreGates}
 	// The binary's start-up sequence, in the background until Stop.
 	ready := make(chan *controlplane.Server, 1)
 	go func() {
@@ -168,7 +171,7 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	case s.Server = <-ready:
 	case err := <-s.done:
 		cancel()
-		listener.Close() //nolint:errcheck // closed already unless the start failed before binding
+		listener.Close() //nolint:errcheck // closed already unless the start failed before Listen
 		return nil, utilerrors.NewAggregate([]error{fmt.Errorf("control plane stopped before it was ready: %w", err), restoreGates()})
 	case <-timer.C:
 		stopErr := s.Stop()
@@ -193,6 +196,7 @@ func (s *TestServer) Stop() error {
 	s.stopOnce.Do(func() {
 		s.cancel()
 		s.stopErr = utilerrors.NewAggregate([]error{<-s.done, s.restoreGates()})
+		s.listener.Close() //nolint:errcheck // closed already unless the start failed before Listen
 	})
 	return s.stopErr
 }
