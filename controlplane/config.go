@@ -56,10 +56,6 @@ type Config struct {
 	APIs *genericserver.Config
 	// EmbeddedEtcd is the running etcd member; nil with external etcd.
 	EmbeddedEtcd *embeddedetcd.Server
-
-	// listener serves the secure port: CompletedOptions.Listen's, freed
-	// by Server.Run when it stops.
-	listener *servingListener
 }
 
 // CompletedConfig is a Config whose derived fields are filled in.
@@ -71,7 +67,6 @@ type completedConfig struct {
 	Options      CompletedOptions
 	APIs         genericserver.CompletedConfig
 	EmbeddedEtcd *embeddedetcd.Server
-	listener     *servingListener
 	// snapshots takes the scheduled snapshots of the embedded etcd; nil
 	// when none are scheduled or etcd is external.
 	snapshots *datadir.Snapshotter
@@ -83,8 +78,7 @@ type completedConfig struct {
 // embedded member (nil with --etcd-servers), which elects itself while the
 // configuration is built. NewConfig returns once both are done.
 func NewConfig(ctx context.Context, opts CompletedOptions, etcd *embeddedetcd.Server) (*Config, error) {
-	listener, ok := opts.ControlPlane.SecureServing.Listener.(*servingListener)
-	if !ok {
+	if _, ok := opts.ControlPlane.SecureServing.Listener.(*servingListener); !ok {
 		return nil, errors.New("the secure port is not bound: call CompletedOptions.Listen before NewConfig")
 	}
 	if (opts.EmbeddedEtcd != nil) != (etcd != nil) {
@@ -127,7 +121,7 @@ func NewConfig(ctx context.Context, opts CompletedOptions, etcd *embeddedetcd.Se
 	if err := <-etcdReady; err != nil {
 		return nil, err
 	}
-	return &Config{Options: opts, APIs: apis, EmbeddedEtcd: etcd, listener: listener}, nil
+	return &Config{Options: opts, APIs: apis, EmbeddedEtcd: etcd}, nil
 }
 
 // Complete fills in the fields derived from others.
@@ -137,13 +131,14 @@ func (c *Config) Complete() (CompletedConfig, error) {
 		return CompletedConfig{}, err
 	}
 	var snapshots *datadir.Snapshotter
-	if opts := c.Options.EmbeddedEtcd; c.EmbeddedEtcd != nil && opts != nil && opts.SnapshotSchedule != "" {
+	// NewConfig was given the member exactly when the options have one.
+	if opts := c.Options.EmbeddedEtcd; c.EmbeddedEtcd != nil && opts.SnapshotSchedule != "" {
 		snapshots, err = datadir.NewSnapshotter(c.Options.DataDir.Path, c.EmbeddedEtcd.ClientURL(), opts.SnapshotSchedule, opts.SnapshotRetention)
 		if err != nil {
 			return CompletedConfig{}, err
 		}
 	}
-	return CompletedConfig{&completedConfig{Options: c.Options, APIs: apis, EmbeddedEtcd: c.EmbeddedEtcd, listener: c.listener, snapshots: snapshots}}, nil
+	return CompletedConfig{&completedConfig{Options: c.Options, APIs: apis, EmbeddedEtcd: c.EmbeddedEtcd, snapshots: snapshots}}, nil
 }
 
 // DefaultResources are the generic resources the binary serves: upstream's

@@ -10,9 +10,6 @@ type Listener struct {
 	serving *servingListener
 }
 
-// Addr is the address the port is bound to.
-func (l *Listener) Addr() net.Addr { return l.serving.Addr() }
-
 // Close frees the port, whether or not the server ran. It is safe to call
 // more than once.
 func (l *Listener) Close() { l.serving.release() }

@@ -32,6 +32,9 @@ type Server struct {
 	chain    *aggregatorapiserver.APIAggregator
 	core     *coreStorage
 	prepared preparedAPIs
+	// listener serves the secure port (CompletedOptions.Listen, checked by
+	// NewConfig); Run frees it when it stops.
+	listener *servingListener
 	// controllers reports each enabled controller's health; nil when the
 	// control plane runs none.
 	controllers *manager.Health
@@ -114,6 +117,7 @@ func (c CompletedConfig) newServer(chain *aggregatorapiserver.APIAggregator, cor
 		chain:       chain,
 		core:        core,
 		prepared:    prepared,
+		listener:    ss.Listener.(*servingListener),
 		controllers: health,
 		url:         "https://" + net.JoinHostPort(host, strconv.Itoa(ss.BindPort)),
 		ready:       make(chan struct{}),
@@ -173,7 +177,7 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 func (s *Server) run(ctx context.Context) error {
-	defer s.config.listener.release()
+	defer s.listener.release()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
