@@ -1,9 +1,11 @@
 package allocation
 
 import (
+	"cmp"
 	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -317,7 +319,14 @@ func (l *ledger) counts() (allocated, waiting int) {
 func sortedKeys(records map[networkingv1alpha1.RecordKey]*record) []networkingv1alpha1.RecordKey {
 	out := slices.Collect(maps.Keys(records))
 	slices.SortFunc(out, func(a, b networkingv1alpha1.RecordKey) int {
-		return compareKeys(a, b)
+		return compareRecords(records[a], records[b])
 	})
 	return out
+}
+
+// compareRecords orders a claim's records by name, then by the prefix they
+// claim in address order (parsed: as strings, 10.10.0.0/16 would come
+// before 10.9.0.0/16); pool records claim none.
+func compareRecords(a, b *record) int {
+	return cmp.Or(strings.Compare(a.key.Name, b.key.Name), a.req.prefix.Compare(b.req.prefix))
 }

@@ -222,6 +222,6 @@ func compareWaiting(a, b *record) int {
 		cmp.Compare(a.seq, b.seq),
 		a.since.Compare(b.since),
 		strings.Compare(a.claim, b.claim),
-		compareKeys(a.key, b.key),
+		compareRecords(a, b),
 	)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -44,17 +43,6 @@ type recordSpec struct {
 // (networkingv1alpha1.RecordKey: name and prefix, as the list's map keys).
 // A record taken from a pool has no prefix in spec (its status shows the
 // one it got), so its name alone identifies it.
-
-// compareKeys orders keys by name, then by prefix in address order (not as
-// strings, which would put 10.10.0.0/16 before 10.9.0.0/16).
-func compareKeys(a, b networkingv1alpha1.RecordKey) int {
-	if c := strings.Compare(a.Name, b.Name); c != 0 {
-		return c
-	}
-	pa, _ := netip.ParsePrefix(a.Prefix) // the zero prefix, first, when empty
-	pb, _ := netip.ParsePrefix(b.Prefix)
-	return pa.Compare(pb)
-}
 
 // recordName names a record in logs: by name if it has one.
 func recordName(k networkingv1alpha1.RecordKey) string {
