@@ -40,7 +40,6 @@ func TestWaitForDecision(t *testing.T) {
 	// A status that decides generation 1 and was written after the apply
 	// of generation 2 began: a decision, but not on what was applied.
 	decidedBefore := allocated(1, "6")
-	decidedBefore.Generation = 1
 	replaced := allocated(1, "7")
 	replaced.UID = "another-uid"
 	expired := watch.Event{Type: watch.Error, Object: &apierrors.NewResourceExpired("too old resource version: 5 (8)").ErrStatus}

@@ -32,17 +32,19 @@ func stopInTheMiddleOfABurst(t *testing.T, s *cptesting.TestServer, n, clients i
 	}()
 	var stopping atomic.Bool
 	created := make(chan string, n)
+	all := make([]*networkingv1alpha1.NetworkClaim, n)
 	burst := sets.New[string]()
+	for j := range all {
+		all[j] = claim(j)
+		burst.Insert(all[j].Name)
+	}
 	for i := range clients {
-		for j := i; j < n; j += clients {
-			burst.Insert(claim(j).Name)
-		}
 		wg.Go(func() {
 			for j := i; j < n; j += clients {
-				c, err := claims.Create(ctx, claim(j), metav1.CreateOptions{})
+				c, err := claims.Create(ctx, all[j], metav1.CreateOptions{})
 				if err != nil {
 					if !stopping.Load() {
-						t.Errorf("creating NetworkClaim %s before the stop: %v", claim(j).Name, err)
+						t.Errorf("creating NetworkClaim %s before the stop: %v", all[j].Name, err)
 					}
 					return
 				}

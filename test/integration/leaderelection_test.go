@@ -25,6 +25,10 @@ import (
 // stops, the other takes over and its controllers do the work.
 func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 	const retryPeriod = 250 * time.Millisecond
+	// The documented name, which the e2e suite reads, is the manager's.
+	if controllerslease.Namespace != "kube-system" || controllerslease.Name != manager.LeaseName {
+		t.Fatalf("the controllers' Lease is documented as %s/%s, but the manager takes kube-system/%s", controllerslease.Namespace, controllerslease.Name, manager.LeaseName)
+	}
 	flags := []string{"--etcd-servers=unix://" + startEtcd(t),
 		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=" + retryPeriod.String()}
 	first := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, Flags: flags})
@@ -33,9 +37,9 @@ func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 	secondClient := kubernetes.NewForConfigOrDie(second.ClientConfig)
 	// The second replica is up; while it tries to acquire the lease, four
 	// times over, the first still leads and leadership never changes hands.
-	leases := secondClient.CoordinationV1().Leases("kube-system")
+	leases := secondClient.CoordinationV1().Leases(controllerslease.Namespace)
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 4*retryPeriod, true, func(context.Context) (bool, error) {
-		lease, err := leases.Get(t.Context(), manager.LeaseName, metav1.GetOptions{})
+		lease, err := leases.Get(t.Context(), controllerslease.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
