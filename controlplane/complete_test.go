@@ -13,7 +13,7 @@ func TestCompleteLeavesCallerOptionsAlone(t *testing.T) {
 	complete := func(dir string) CompletedOptions {
 		t.Helper()
 		o.DataDir = dir
-		d, err := o.PrepareDataDir()
+		d, err := o.PrepareDataDir(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}

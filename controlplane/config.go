@@ -107,7 +107,7 @@ func NewConfig(ctx context.Context, opts CompletedOptions, etcd *embeddedetcd.Se
 	// new CRD waits 5 s before it is Established so the others can catch
 	// up. Nobody else can reach the embedded etcd: this server is the only one.
 	apiServerCount := 3
-	if etcd != nil {
+	if etcd != nil && !etcd.Clustered() {
 		apiServerCount = 1
 	}
 	apis, err := newAPIsConfig(opts, apiServerCount)
@@ -185,6 +185,12 @@ func newAPIsConfig(o CompletedOptions, apiServerCount int) (*genericserver.Confi
 	}
 	if err := checkServed(genericConfig.MergedResourceConfig, opts.Admission.GenericAdmission); err != nil {
 		return nil, err
+	}
+	if o.Membership != nil {
+		// Servers join this one's cluster with join tokens.
+		if genericConfig.Authentication.Authenticator, err = joinTokenAuthenticator(genericConfig.LoopbackClientConfig, genericConfig.Authentication.Authenticator); err != nil {
+			return nil, err
+		}
 	}
 	// Upstream names the API server after its host alone, so replicas on
 	// one host would share an identity and fight over its Lease. Set ours

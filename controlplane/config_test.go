@@ -41,7 +41,7 @@ func TestServeConfigFailureStopsEmbeddedEtcd(t *testing.T) {
 		conn.Close() //nolint:errcheck
 		t.Errorf("%s still accepts connections", listener.Addr())
 	}
-	d, err := o.PrepareDataDir()
+	d, err := o.PrepareDataDir(t.Context())
 	if err != nil {
 		t.Fatalf("the data dir is still taken: %v", err)
 	}
@@ -54,7 +54,7 @@ func TestNewConfigNeedsListenAndEtcd(t *testing.T) {
 	o := NewOptions()
 	o.DataDir = t.TempDir()
 	o.ControlPlane.SecureServing.BindPort = 0 // a free port
-	d, err := o.PrepareDataDir()
+	d, err := o.PrepareDataDir(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/datadir"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdcluster"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/pki"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
@@ -81,6 +82,8 @@ type EmbeddedEtcdOptions struct {
 	SnapshotSchedule string
 	// SnapshotRetention is how many scheduled snapshots are kept.
 	SnapshotRetention int
+	// Cluster makes the member one of a cluster of servers.
+	Cluster ClusterOptions
 }
 
 // NewOptions returns options with the defaults of the binary: embedded etcd,
@@ -107,6 +110,7 @@ func NewOptions() *Options {
 			LogLevel:          "warn",
 			SnapshotSchedule:  datadir.DefaultSnapshotSchedule,
 			SnapshotRetention: datadir.DefaultSnapshotRetention,
+			Cluster:           ClusterOptions{PeerPort: DefaultEtcdPeerPort, LearnerTimeout: etcdcluster.DefaultLearnerTimeout},
 		},
 		Controllers: manager.NewOptions(),
 		// Built in: the resolver of service references reads them.
@@ -148,6 +152,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	efs.StringVar(&o.EmbeddedEtcd.LogLevel, "embedded-etcd-log-level", o.EmbeddedEtcd.LogLevel, "Log level of the embedded etcd: debug, info, warn or error. Ignored with --etcd-servers.")
 	efs.StringVar(&o.EmbeddedEtcd.SnapshotSchedule, "embedded-etcd-snapshot-schedule", o.EmbeddedEtcd.SnapshotSchedule, "When to take a snapshot of the embedded etcd into <data-dir>/snapshots: a cron schedule in the machine's time zone (5 fields, or @daily, @every 6h, ...; prefix CRON_TZ=UTC for another zone). Empty takes none. Ignored with --etcd-servers.")
 	efs.IntVar(&o.EmbeddedEtcd.SnapshotRetention, "embedded-etcd-snapshot-retention", o.EmbeddedEtcd.SnapshotRetention, "How many scheduled snapshots to keep; the oldest beyond it are deleted after each new one. Other files in <data-dir>/snapshots are never deleted. Ignored with --etcd-servers.")
+	o.EmbeddedEtcd.Cluster.addFlags(fss.FlagSet("cluster"))
 }
 
 // Embedded reports whether the control plane runs its own etcd member.
@@ -167,6 +172,7 @@ func (o *Options) Validate() error {
 	}
 	if o.EmbeddedEtcd != nil {
 		errs = append(errs, o.EmbeddedEtcd.validate()...)
+		errs = append(errs, o.validateCluster()...)
 	}
 	for _, server := range o.ControlPlane.Etcd.StorageConfig.Transport.ServerList {
 		if err := validateEtcdServer(server); err != nil {
@@ -242,11 +248,34 @@ func validateEtcdServer(server string) error {
 }
 
 // PrepareDataDir takes the data dir for this process: it creates it, locks
-// it, creates or loads the PKI (for the serving certificate's names: the
-// bind address, --tls-san) and, for an embedded etcd, chooses its socket.
+// it, joins the cluster of --join (which places the cluster's credentials
+// in it and adds its etcd member), creates or loads the PKI (for the
+// serving certificate's names: the bind address, --tls-san; for the etcd
+// member's peer address) and, for an embedded etcd, chooses its socket.
 // Close the returned handle once the control plane has stopped.
-func (o *Options) PrepareDataDir() (*datadir.Dir, error) {
-	return datadir.Prepare(o.DataDir, datadir.Settings{ServingHosts: o.servingHosts(), EmbeddedEtcd: o.Embedded()})
+func (o *Options) PrepareDataDir(ctx context.Context) (*datadir.Dir, error) {
+	d, err := datadir.Lock(o.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	hosts := pki.Hosts{Serving: o.servingHosts()}
+	if o.Embedded() {
+		if hosts.EtcdPeer, err = o.prepareMembership(ctx, d); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	if err := d.EnsurePKI(hosts); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if o.Embedded() {
+		if err := d.ChooseEtcdSocket(); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	return d, nil
 }
 
 // CompletedOptions are options with every default filled in, from the
@@ -259,6 +288,9 @@ type completedOptions struct {
 	ControlPlane cpoptions.CompletedOptions
 	// DataDir is the prepared data dir; it stays its caller's to close.
 	DataDir *datadir.Dir
+	// Membership is the embedded member's place in a cluster of servers;
+	// nil when it runs alone or etcd is external.
+	Membership *datadir.Membership
 	// EmbeddedEtcd is nil with an external etcd.
 	EmbeddedEtcd *EmbeddedEtcdOptions
 	// Controllers is nil when the control plane runs none.
@@ -283,6 +315,11 @@ func (o *Options) Complete(ctx context.Context, dataDir *datadir.Dir) (Completed
 		APIGroups: slices.Clone(o.apiGroups), Bootstraps: slices.Clone(o.bootstraps)}
 	if o.Embedded() {
 		c.EmbeddedEtcd = o.EmbeddedEtcd
+		m, err := dataDir.Membership()
+		if err != nil {
+			return CompletedOptions{}, err
+		}
+		c.Membership = m
 	}
 	if err := o.complete(ctx, c); err != nil {
 		return CompletedOptions{}, err
@@ -292,7 +329,7 @@ func (o *Options) Complete(ctx context.Context, dataDir *datadir.Dir) (Completed
 
 // completeControllers returns a copy of the controllers' options with the
 // defaults that come from the PKI and the server's own settings.
-func (o *Options) completeControllers(creds *pki.PKI, servingCertFile, serviceAccountKeyFile string) *manager.Options {
+func (o *Options) completeControllers(creds *pki.PKI, servingCertFile, serviceAccountKeyFile string, clustered bool) *manager.Options {
 	controllers := *o.Controllers
 	if controllers.ClusterSigningCertFile == "" && controllers.ClusterSigningKeyFile == "" {
 		controllers.ClusterSigningCertFile, controllers.ClusterSigningKeyFile = creds.CA.CertFile, creds.CA.KeyFile
@@ -303,10 +340,12 @@ func (o *Options) completeControllers(creds *pki.PKI, servingCertFile, serviceAc
 	if controllers.RootCAFile == "" && servingCertFile == creds.ServingCertFile {
 		controllers.RootCAFile = creds.CA.CertFile
 	}
-	// With the embedded etcd no other replica can exist (its socket is
-	// private), so there is nobody to elect against; skipping the election
-	// also spares a restart after a crash the wait for the old lease.
-	if o.Embedded() {
+	// With an embedded etcd that runs alone no other replica can exist
+	// (its socket is private), so there is nobody to elect against;
+	// skipping the election also spares a restart after a crash the wait
+	// for the old lease. Servers whose members form a cluster share the
+	// controllers' Lease.
+	if o.Embedded() && !clustered {
 		controllers.LeaderElect = false
 	}
 	if controllers.ServiceAccountKeyFile == "" {
@@ -324,6 +363,10 @@ func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 			return fmt.Errorf("data dir %s was prepared for an external etcd, and the options ask for the embedded one", c.DataDir.Path)
 		}
 		cp.Etcd.StorageConfig.Transport.ServerList = []string{"unix://" + c.DataDir.EtcdSocket}
+		// A joined server encrypts as its cluster does (join).
+		if encryption := filepath.Join(c.DataDir.Path, encryptionConfigName); cp.Etcd.EncryptionProviderConfigFilepath == "" && regularFile(encryption) {
+			cp.Etcd.EncryptionProviderConfigFilepath = encryption
+		}
 	}
 
 	serving := &cp.SecureServing.ServerCert.CertKey
@@ -352,7 +395,7 @@ func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 		}
 	}
 	if o.Controllers != nil {
-		c.Controllers = o.completeControllers(creds, serving.CertFile, cp.ServiceAccountSigningKeyFile)
+		c.Controllers = o.completeControllers(creds, serving.CertFile, cp.ServiceAccountSigningKeyFile, c.Membership != nil)
 	}
 	if len(authn.ServiceAccounts.Issuers) == 0 {
 		authn.ServiceAccounts.Issuers = []string{DefaultServiceAccountIssuer}
@@ -479,4 +522,9 @@ func (c CompletedOptions) StartEtcd(ctx context.Context) (*embeddedetcd.Server, 
 		QuotaBackendBytes: c.EmbeddedEtcd.QuotaBackendBytes,
 		LogLevel:          c.EmbeddedEtcd.LogLevel,
 	})
+}
+
+func regularFile(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.Mode().IsRegular()
 }

@@ -47,7 +47,7 @@ func TestValidateRuntimeConfigOfAddedGroups(t *testing.T) {
 				t.Fatal(err)
 			}
 			o.ControlPlane.APIEnablement.RuntimeConfig = tc.runtimeConfig
-			d, err := o.PrepareDataDir()
+			d, err := o.PrepareDataDir(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}

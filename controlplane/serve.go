@@ -69,7 +69,7 @@ func Serve(ctx context.Context, o *Options, ready func(*Server)) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	dataDir, err := o.PrepareDataDir()
+	dataDir, err := o.PrepareDataDir(ctx)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/jointoken"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/pki"
 )
 
@@ -77,6 +78,12 @@ func (c CompletedConfig) newServer(chain *aggregatorapiserver.APIAggregator, cor
 	// Readiness waits for each: e.g. the roles that let components use an
 	// added API exist before the server reports ready.
 	bootstraps := opts.Bootstraps
+	if opts.Membership != nil {
+		bootstraps = append([]bootstrap.Bootstrap{jointoken.RBAC()}, bootstraps...)
+		if err := c.installJoin(chain.GenericAPIServer.Handler.NonGoRestfulMux); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Controllers != nil {
 		if roles := bootstrap.ControllerRoles(opts.Controllers); len(roles.ClusterRoles) > 0 {
 			bootstraps = append([]bootstrap.Bootstrap{roles}, bootstraps...)
@@ -187,6 +194,10 @@ func (s *Server) run(ctx context.Context) error {
 			case err := <-etcd.Err():
 				cancel(fmt.Errorf("embedded etcd failed: %w", err))
 			case <-etcd.Stopped():
+				if etcd.Removed() {
+					cancel(fmt.Errorf("this server's etcd member was removed from its cluster (\"cluster remove\"), and the server stops. To join the cluster again, move %s/etcd and %s/etcd-member.json aside and start with --join and a new token", s.DataDir(), s.DataDir()))
+					return
+				}
 				cancel(errors.New("embedded etcd stopped unexpectedly"))
 			case <-ctx.Done():
 			}
@@ -210,6 +221,13 @@ func (s *Server) run(ctx context.Context) error {
 			s.config.snapshots.Run(snapshotsCtx)
 		}
 	}()
+
+	clusterDone := make(chan struct{})
+	go func() {
+		defer close(clusterDone)
+		s.runCluster(ctx)
+	}()
+	defer func() { <-clusterDone }()
 
 	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAPI()

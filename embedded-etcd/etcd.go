@@ -10,6 +10,7 @@ package embeddedetcd
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/url"
@@ -19,7 +20,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
@@ -54,7 +57,22 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// LogLevel of etcd's own zap logger ("warn" unless set).
 	LogLevel string
+
+	// Name is the member's name in its cluster; "embedded" when empty.
+	Name string
+	// PeerURL is the https URL the member listens on for its peers and
+	// advertises to them. Empty: a port on loopback that the kernel
+	// chooses and nobody dials, for a member that runs alone.
+	PeerURL string
+	// InitialCluster lists the members of the existing cluster this
+	// member joins, itself included, as etcd's --initial-cluster does
+	// (name=peerURL,…). Empty: a new cluster of this member alone. etcd
+	// reads it only at the member's first start.
+	InitialCluster string
 }
+
+// clustered reports whether the member has, or may have, peers.
+func (cfg Config) clustered() bool { return cfg.PeerURL != "" }
 
 // Server is a running embedded etcd member.
 type Server struct {
@@ -97,6 +115,11 @@ func Start(cfg Config) (*Server, error) {
 	if err := checkStorageVersion(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("embedded etcd: %w", err)
 	}
+	if cfg.clustered() {
+		if err := cfg.checkPeers(context.Background()); err != nil {
+			return nil, err
+		}
+	}
 
 	closing := new(atomic.Bool)
 	ecfg, err := cfg.etcdConfig(closing)
@@ -116,15 +139,23 @@ func Start(cfg Config) (*Server, error) {
 }
 
 func (cfg Config) etcdConfig(closing *atomic.Bool) (*embed.Config, error) {
-	ecfg := memberConfig()
+	ecfg, err := cfg.memberConfig()
+	if err != nil {
+		return nil, err
+	}
 	ecfg.Dir = cfg.DataDir
 	ecfg.QuotaBackendBytes = cfg.QuotaBackendBytes
-	// A restarted member stays follower for a randomised election timeout
-	// (one to ten ticks) before it elects itself: with etcd's 100 ms tick
-	// that is up to a second of start-up. A one-member cluster has no peers
-	// to send heartbeats to or to wait for, so short ticks cost nothing.
-	ecfg.TickMs = 10
-	ecfg.ElectionMs = 100
+	if !cfg.clustered() {
+		// A restarted member stays follower for a randomised election
+		// timeout (one to ten ticks) before it elects itself: with etcd's
+		// 100 ms tick that is up to a second of start-up. A one-member
+		// cluster has no peers to send heartbeats to or to wait for, so
+		// short ticks cost nothing. Members with peers keep etcd's
+		// defaults: 10 ms heartbeats between busy processes would end in
+		// needless elections.
+		ecfg.TickMs = 10
+		ecfg.ElectionMs = 100
+	}
 	// A request is slow for the embedded member when it is slow for the API
 	// server, its only client, which traces requests that take more than
 	// 500 ms. etcd's own thresholds (100 ms to apply, 300 ms to answer)
@@ -162,20 +193,46 @@ func (cfg Config) etcdConfig(closing *atomic.Bool) (*embed.Config, error) {
 	return ecfg, nil
 }
 
-// memberConfig is etcd's configuration with the embedded member's identity:
-// its name, peer URL and cluster, which a restored member must share
+// DefaultMemberName names a member that runs alone.
+const DefaultMemberName = "embedded"
+
+// memberConfig is etcd's configuration with the member's identity: its
+// name, peer URL and cluster, which a restored member shares
 // (RestoreSnapshot).
-func memberConfig() *embed.Config {
+func (cfg Config) memberConfig() (*embed.Config, error) {
 	ecfg := embed.NewConfig()
-	ecfg.Name = "embedded"
+	ecfg.Name = cfg.Name
+	if ecfg.Name == "" {
+		ecfg.Name = DefaultMemberName
+	}
 	// etcd always opens a peer listener. Port 0 lets the kernel choose a free
 	// loopback port; a one-member cluster never dials its own peer URL, so
 	// the advertised port is only recorded in membership.
 	peer := url.URL{Scheme: "https", Host: "127.0.0.1:0"}
+	if cfg.PeerURL != "" {
+		u, err := url.Parse(cfg.PeerURL)
+		if err != nil || u.Scheme != "https" || u.Port() == "" {
+			return nil, fmt.Errorf("embedded etcd: peer URL %q must be https://HOST:PORT", cfg.PeerURL)
+		}
+		peer = *u
+	}
 	ecfg.ListenPeerUrls = []url.URL{peer}
 	ecfg.AdvertisePeerUrls = []url.URL{peer}
 	ecfg.InitialCluster = ecfg.InitialClusterFromName(ecfg.Name)
-	return ecfg
+	// Read only when the member's data is created: a new cluster's ID is
+	// derived from its token and first member, so a token of its own keeps
+	// it from being any other's.
+	ecfg.InitialClusterToken = newClusterToken()
+	if cfg.InitialCluster != "" {
+		ecfg.InitialCluster = cfg.InitialCluster
+		ecfg.ClusterState = embed.ClusterStateFlagExisting
+	}
+	return ecfg, nil
+}
+
+// newClusterToken returns a random etcd cluster token.
+func newClusterToken() string {
+	return "sgcp-" + rand.Text()
 }
 
 // ClientURL is the endpoint to give to etcd clients, e.g. --etcd-servers.
@@ -209,8 +266,87 @@ func (s *Server) WaitReady(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if s.cfg.clustered() {
+		if err := s.waitVoter(ctx, timer.C); err != nil {
+			return err
+		}
+		s.ensurePeerURL(ctx)
+	}
 	return s.defragmentIfFragmented(ctx)
 }
+
+// learnerPoll is how often WaitReady looks whether a learner was promoted.
+const learnerPoll = 50 * time.Millisecond
+
+// waitVoter waits until the member votes. A member that joins starts as a
+// learner, which serves no client requests; the cluster promotes it once
+// it has caught up with the leader.
+func (s *Server) waitVoter(ctx context.Context, timeout <-chan time.Time) error {
+	if !s.etcd.Server.IsLearner() {
+		return nil
+	}
+	klog.FromContext(ctx).Info("Embedded etcd member is a learner; waiting for the cluster to promote it", "member", s.etcd.Server.MemberID())
+	ticker := time.NewTicker(learnerPoll)
+	defer ticker.Stop()
+	for s.etcd.Server.IsLearner() {
+		select {
+		case <-ticker.C:
+		case err := <-s.Err():
+			return fmt.Errorf("embedded etcd in %s failed while it waited to be promoted: %w", s.cfg.DataDir, err)
+		case <-s.Stopped():
+			return fmt.Errorf("embedded etcd in %s stopped while it waited to be promoted", s.cfg.DataDir)
+		case <-timeout:
+			return fmt.Errorf("embedded etcd in %s was not promoted from learner to voter after %s: is the leader reachable on its peer URL, and does it run this binary? \"sample-generic-controlplane cluster members\" on a server of the cluster shows the members", s.cfg.DataDir, s.cfg.ReadyTimeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// ensurePeerURL records the member's peer URL in the cluster when it
+// changed, e.g. the first start with --cluster-init of a member that ran
+// alone, or a server whose address changed. It needs a quorum: without one
+// it says what to do and leaves the URL as it was.
+func (s *Server) ensurePeerURL(ctx context.Context) {
+	id := s.etcd.Server.MemberID()
+	m := s.etcd.Server.Cluster().Member(id)
+	if m == nil || (len(m.PeerURLs) == 1 && m.PeerURLs[0] == s.cfg.PeerURL) {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	updated := *m
+	updated.PeerURLs = []string{s.cfg.PeerURL}
+	ctx, cancel := context.WithTimeout(ctx, peerURLUpdateTimeout)
+	defer cancel()
+	if _, err := s.etcd.Server.UpdateMember(ctx, updated); err != nil {
+		logger.Error(err, "Cannot record the embedded etcd member's new peer URL; its peers dial the old one until it is. Start the server with its old address, or remove the member (sample-generic-controlplane cluster remove) and join again", "member", m.Name, "old", m.PeerURLs, "new", s.cfg.PeerURL)
+		return
+	}
+	logger.Info("Recorded the embedded etcd member's new peer URL", "member", m.Name, "old", m.PeerURLs, "new", s.cfg.PeerURL)
+}
+
+// peerURLUpdateTimeout bounds the update of the member's peer URL.
+const peerURLUpdateTimeout = 10 * time.Second
+
+// Client returns a client of the member that calls it in this process,
+// without a connection. Close it after use.
+func (s *Server) Client() *clientv3.Client { return v3client.New(s.etcd.Server) }
+
+// MemberID is the member's ID in its cluster.
+func (s *Server) MemberID() uint64 { return uint64(s.etcd.Server.MemberID()) }
+
+// Removed reports whether the member was removed from its cluster: it
+// stops when it applies its own removal.
+func (s *Server) Removed() bool {
+	return s.etcd.Server.Cluster().Member(s.etcd.Server.MemberID()) == nil
+}
+
+// IsLeader reports whether the member leads its cluster.
+func (s *Server) IsLeader() bool { return s.etcd.Server.Leader() == s.etcd.Server.MemberID() }
+
+// Clustered reports whether the member listens for peers (Config.PeerURL).
+func (s *Server) Clustered() bool { return s.cfg.clustered() }
 
 // defragmentIfFragmented returns free pages to the filesystem when more than
 // half of the database file is unused. Compaction (which kube-apiserver does

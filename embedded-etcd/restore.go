@@ -44,7 +44,16 @@ func RestoreSnapshot(path, dataDir string) (SnapshotStatus, error) {
 		return SnapshotStatus{}, fmt.Errorf("%w: snapshot %s has etcd storage version %d.%d, and this binary runs etcd %s, which cannot read it. Restore it with the release that took it",
 			ErrNewerStorageVersion, path, stored.Major, stored.Minor, version.Version)
 	}
-	member := memberConfig()
+	// The restored member is alone in a new cluster, whatever cluster the
+	// snapshot came from: a token of its own gives the cluster and the
+	// member IDs no other has, so that members of the old cluster, which
+	// share its peer CA, are refused as strangers rather than taken for
+	// peers (etcd derives both IDs from the token).
+	member, err := Config{}.memberConfig()
+	if err != nil {
+		return SnapshotStatus{}, err
+	}
+	member.InitialClusterToken = newClusterToken()
 	var peerURLs []string
 	for _, u := range member.AdvertisePeerUrls {
 		peerURLs = append(peerURLs, u.String())

@@ -43,10 +43,10 @@ type Settings struct {
 type Dir struct {
 	// Path is the directory's absolute path.
 	Path string
-	// PKI are the credentials under pki/.
+	// PKI are the credentials under pki/; nil until EnsurePKI.
 	PKI *pki.PKI
 	// EtcdSocket is where the embedded etcd member serves its clients;
-	// empty when it was prepared for an external etcd.
+	// empty until ChooseEtcdSocket, and for an external etcd.
 	EtcdSocket string
 
 	lock *lock
@@ -58,9 +58,33 @@ type Dir struct {
 }
 
 // Prepare creates the data dir at path (mode 0700) unless it exists, locks
-// it, creates or loads the PKI and chooses the embedded etcd's socket. It
-// fails at once, naming the process, when another control plane holds it.
+// it, creates or loads the PKI and chooses the embedded etcd's socket: Lock,
+// EnsurePKI and ChooseEtcdSocket in one, for a server that places nothing
+// of its own in between (a server joining a cluster places the cluster's
+// credentials before the PKI is completed). It fails at once, naming the
+// process, when another control plane holds the directory.
 func Prepare(path string, s Settings) (*Dir, error) {
+	d, err := Lock(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.EnsurePKI(pki.Hosts{Serving: s.ServingHosts}); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if s.EmbeddedEtcd {
+		if err := d.ChooseEtcdSocket(); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// Lock creates the data dir at path (mode 0700) unless it exists and locks
+// it. It fails at once, naming the process, when another control plane
+// holds it. Close the returned Dir to unlock it.
+func Lock(path string) (*Dir, error) {
 	if path == "" {
 		return nil, errors.New("--data-dir must not be empty; write e.g. --data-dir=$HOME/.local/share/sample-generic-controlplane")
 	}
@@ -75,23 +99,40 @@ func Prepare(path string, s Settings) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dir{Path: abs, lock: l}
-	if d.PKI, err = pki.Ensure(filepath.Join(abs, pkiDirName), s.ServingHosts); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("preparing certificates in %s: %w", abs, err)
+	return &Dir{Path: abs, lock: l}, nil
+}
+
+// PKIDir is where the credentials are kept.
+func (d *Dir) PKIDir() string { return filepath.Join(d.Path, pkiDirName) }
+
+// EnsurePKI creates or loads the credentials under pki/ for hosts.
+func (d *Dir) EnsurePKI(hosts pki.Hosts) error {
+	p, err := pki.Ensure(d.PKIDir(), hosts)
+	if err != nil {
+		return fmt.Errorf("preparing certificates in %s: %w", d.Path, err)
 	}
-	if s.EmbeddedEtcd {
-		socket, cleanup, err := etcdSocketPath(abs)
-		if err != nil {
-			d.Close()
-			return nil, err
-		}
-		if cleanup != nil {
-			d.cleanups = append(d.cleanups, cleanup)
-		}
-		d.EtcdSocket = socket
+	d.PKI = p
+	return nil
+}
+
+// ChooseEtcdSocket chooses where the embedded etcd member serves its
+// clients (EtcdSocket).
+func (d *Dir) ChooseEtcdSocket() error {
+	socket, cleanup, err := etcdSocketPath(d.Path)
+	if err != nil {
+		return err
 	}
-	return d, nil
+	if cleanup != nil {
+		d.cleanups = append(d.cleanups, cleanup)
+	}
+	d.EtcdSocket = socket
+	return nil
+}
+
+// HasEtcdMember reports whether the data dir holds an embedded etcd
+// member's data.
+func (d *Dir) HasEtcdMember() (bool, error) {
+	return exists(filepath.Join(d.Path, etcdDirName, "member"))
 }
 
 // Close gives the data dir back: it waits for what works in it, removes

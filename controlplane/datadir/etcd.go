@@ -3,6 +3,7 @@ package datadir
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 
 	"k8s.io/klog/v2"
@@ -17,7 +18,8 @@ type EtcdSettings struct {
 }
 
 // StartEtcd starts the embedded etcd member of the data dir, with the data
-// dir's peer certificates and the socket Prepare chose. When it returns,
+// dir's peer certificates, the socket Prepare chose and, for a member of a
+// cluster of servers, its Membership. When it returns,
 // the member's data is open and its socket listens; the member elects
 // itself meanwhile (Server.Ready, WaitReady). Once it is ready, the member
 // data a snapshot restore replaced is removed (not before: should the
@@ -31,7 +33,11 @@ func (d *Dir) StartEtcd(ctx context.Context, s EtcdSettings) (*embeddedetcd.Serv
 	if err := checkNoInterruptedRestore(d.Path); err != nil {
 		return nil, err
 	}
-	member, err := embeddedetcd.Start(embeddedetcd.Config{
+	membership, err := d.Membership()
+	if err != nil {
+		return nil, err
+	}
+	cfg := embeddedetcd.Config{
 		DataDir:           filepath.Join(d.Path, etcdDirName),
 		SocketPath:        d.EtcdSocket,
 		PeerCertFile:      d.PKI.EtcdPeerCertFile,
@@ -39,7 +45,15 @@ func (d *Dir) StartEtcd(ctx context.Context, s EtcdSettings) (*embeddedetcd.Serv
 		PeerTrustedCAFile: d.PKI.EtcdCA.CertFile,
 		QuotaBackendBytes: s.QuotaBackendBytes,
 		LogLevel:          s.LogLevel,
-	})
+	}
+	if membership != nil {
+		cfg.Name, cfg.PeerURL, cfg.InitialCluster = membership.Name, membership.PeerURL, membership.InitialCluster
+	}
+	member, err := embeddedetcd.Start(cfg)
+	if errors.Is(err, embeddedetcd.ErrNotAMember) {
+		return nil, fmt.Errorf("%w. To join the cluster again, move %s and %s aside and start with --join and a new token (\"sample-generic-controlplane token create\" on a server of the cluster)",
+			err, filepath.Join(d.Path, etcdDirName), filepath.Join(d.Path, membershipName))
+	}
 	if err != nil {
 		return nil, err
 	}

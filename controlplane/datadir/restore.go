@@ -1,6 +1,7 @@
 package datadir
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/pki"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
 
@@ -122,6 +124,16 @@ func restoreLocked(dataDir, snapshot string, restore restoreFunc, now time.Time)
 		}
 	}
 
+	membership, err := readMembership(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if hasMember && membership != nil {
+		if err := refuseWhilePeersRun(dataDir, membership); err != nil {
+			return nil, err
+		}
+	}
+
 	// The new member is written beside the old one, on the same file
 	// system, so that putting it in place is a rename.
 	tmp, err := os.MkdirTemp(dataDir, restoringEtcdPrefix+"*")
@@ -154,7 +166,39 @@ func restoreLocked(dataDir, snapshot string, restore restoreFunc, now time.Time)
 	if err := embeddedetcd.SyncDir(dataDir); err != nil {
 		return nil, err
 	}
+	if membership != nil && membership.InitialCluster != "" {
+		// The restored member is alone in a new cluster: it still listens
+		// for peers, which join it again.
+		membership.InitialCluster = ""
+		if err := writeMembership(dataDir, *membership); err != nil {
+			return nil, err
+		}
+	}
 	return result, nil
+}
+
+// refuseWhilePeersRun refuses to restore a member of a cluster while other
+// members of the cluster run: they would go on as the old cluster, with a
+// quorum of their own, beside the restored one. Stopped, they refuse to
+// start again until they have joined the restored server (the check of
+// embeddedetcd's start).
+func refuseWhilePeersRun(dataDir string, m *Membership) error {
+	creds := pki.Paths(filepath.Join(dataDir, pkiDirName))
+	live, err := embeddedetcd.LivePeers(context.Background(), embeddedetcd.Config{
+		DataDir:           filepath.Join(dataDir, etcdDirName),
+		Name:              m.Name,
+		PeerURL:           m.PeerURL,
+		PeerCertFile:      creds.EtcdPeerCertFile,
+		PeerKeyFile:       creds.EtcdPeerKeyFile,
+		PeerTrustedCAFile: pki.EtcdCAFile(creds.Dir),
+	})
+	if err != nil {
+		return err
+	}
+	if len(live) > 0 {
+		return fmt.Errorf("cannot restore while other members of this server's cluster run (%s): they would go on as the old cluster beside the restored one. Stop their servers first; after the restore this server is a cluster of its own, and they refuse to start until they join it again (move their data dir aside, start with --join and a token)", strings.Join(live, ", "))
+	}
+	return nil
 }
 
 // moveAside renames the member data etcdDir to etcd.pre-restore-<now>,

@@ -73,7 +73,7 @@ func loadOrCreateAuthority(certFile, keyFile, commonName string) (*Authority, er
 	if err != nil {
 		return nil, fmt.Errorf("creating CA %q: %w", commonName, err)
 	}
-	if err := writePair(certFile, keyFile, cert, key); err != nil {
+	if err := writePair(certFile, keyFile, encodeCertPEM(cert), key); err != nil {
 		return nil, err
 	}
 	a.Cert, a.Key = cert, key
@@ -87,6 +87,21 @@ type leafSpec struct {
 	dnsNames     []string
 	ips          []net.IP
 	usages       []x509.ExtKeyUsage
+	// withCA writes the authority's certificate after the leaf's.
+	withCA bool
+}
+
+// addHosts adds DNS names and IPs, each once.
+func (s *leafSpec) addHosts(hosts []string) {
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			if !slices.ContainsFunc(s.ips, ip.Equal) {
+				s.ips = append(s.ips, ip)
+			}
+		} else if !slices.Contains(s.dnsNames, h) {
+			s.dnsNames = append(s.dnsNames, h)
+		}
+	}
 }
 
 // issue signs a new certificate for a new key.
@@ -142,6 +157,10 @@ func (a *Authority) IssueClientCertificate(user string, groups []string) (certPE
 func (a *Authority) ensureLeaf(certFile, keyFile string, spec leafSpec) error {
 	cert, _, err := loadPair(certFile, keyFile)
 	if err == nil && a.stillValid(cert, spec) {
+		if spec.withCA && !a.chainedIn(certFile) {
+			// Written before the chain was: add it, keep the certificate.
+			return writeFileAtomic(certFile, a.chain(cert), 0o644)
+		}
 		return nil
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, errKeyMismatch) {
@@ -151,7 +170,22 @@ func (a *Authority) ensureLeaf(certFile, keyFile string, spec leafSpec) error {
 	if err != nil {
 		return err
 	}
-	return writePair(certFile, keyFile, cert, key)
+	certPEM := encodeCertPEM(cert)
+	if spec.withCA {
+		certPEM = a.chain(cert)
+	}
+	return writePair(certFile, keyFile, certPEM, key)
+}
+
+// chain is cert followed by the authority's certificate.
+func (a *Authority) chain(cert *x509.Certificate) []byte {
+	return append(encodeCertPEM(cert), a.CertPEM()...)
+}
+
+// chainedIn reports whether certFile holds the authority's certificate after its leaf.
+func (a *Authority) chainedIn(certFile string) bool {
+	certs, err := certutil.CertsFromFile(certFile)
+	return err == nil && len(certs) == 2 && certs[1].Equal(a.Cert)
 }
 
 func (a *Authority) stillValid(cert *x509.Certificate, spec leafSpec) bool {
@@ -213,7 +247,7 @@ func loadPair(certFile, keyFile string) (*x509.Certificate, crypto.Signer, error
 	return certs[0], key, nil
 }
 
-func writePair(certFile, keyFile string, cert *x509.Certificate, key crypto.Signer) error {
+func writePair(certFile, keyFile string, certPEM []byte, key crypto.Signer) error {
 	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
 	if err != nil {
 		return err
@@ -223,7 +257,7 @@ func writePair(certFile, keyFile string, cert *x509.Certificate, key crypto.Sign
 	if err := writeFileAtomic(keyFile, keyPEM, 0o600); err != nil {
 		return err
 	}
-	return writeFileAtomic(certFile, encodeCertPEM(cert), 0o644)
+	return writeFileAtomic(certFile, certPEM, 0o644)
 }
 
 func fileExists(path string) bool {

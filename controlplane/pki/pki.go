@@ -19,6 +19,9 @@ import (
 // --requestheader-allowed-names.
 const FrontProxyClientName = "front-proxy-client"
 
+// etcdCAName names the etcd peer CA's files.
+const etcdCAName = "etcd-ca"
+
 // PKI is the set of credentials of one control plane, under <data-dir>/pki.
 type PKI struct {
 	Dir string
@@ -41,39 +44,39 @@ type PKI struct {
 	ServiceAccountKeyFile, ServiceAccountPublicKeyFile string
 }
 
+// Hosts are the names certificates are issued for: DNS names or IPs.
+type Hosts struct {
+	// Serving are the API server's names.
+	Serving []string
+	// EtcdPeer are the embedded etcd member's names on its peer port,
+	// beside 127.0.0.1: its advertised address in a cluster of several.
+	EtcdPeer []string
+}
+
 // Ensure loads the credentials under dir, creating what is missing. The
-// serving certificate is reissued when it lacks one of servingHosts (DNS
-// names or IPs) or is close to expiry; authorities and the service-account
-// key are never replaced, so tokens and kubeconfigs stay valid across restarts.
-func Ensure(dir string, servingHosts []string) (*PKI, error) {
+// serving and peer certificates are reissued when they lack one of hosts
+// or are close to expiry; authorities and the service-account key are
+// never replaced, so tokens and kubeconfigs stay valid across restarts. A
+// server joining a cluster places the cluster's authorities and
+// service-account key in dir first (WriteShared), and Ensure issues its
+// own certificates from them.
+func Ensure(dir string, hosts Hosts) (*PKI, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
-	p := &PKI{
-		Dir:                         dir,
-		ServingCertFile:             filepath.Join(dir, "apiserver.crt"),
-		ServingKeyFile:              filepath.Join(dir, "apiserver.key"),
-		ProxyClientCertFile:         filepath.Join(dir, "front-proxy-client.crt"),
-		ProxyClientKeyFile:          filepath.Join(dir, "front-proxy-client.key"),
-		EtcdPeerCertFile:            filepath.Join(dir, "etcd-peer.crt"),
-		EtcdPeerKeyFile:             filepath.Join(dir, "etcd-peer.key"),
-		ServiceAccountKeyFile:       filepath.Join(dir, "sa.key"),
-		ServiceAccountPublicKeyFile: filepath.Join(dir, "sa.pub"),
-	}
-	serving := leafSpec{commonName: "sample-generic-controlplane", usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	for _, h := range servingHosts {
-		if ip := net.ParseIP(h); ip != nil {
-			serving.ips = append(serving.ips, ip)
-		} else {
-			serving.dnsNames = append(serving.dnsNames, h)
-		}
-	}
+	p := Paths(dir)
+	// The serving certificate is written with the CA after it, so that a
+	// server joining with a token can pin the CA in the TLS handshake
+	// before it sends the token (see controlplane/jointoken).
+	serving := leafSpec{commonName: "sample-generic-controlplane", usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, withCA: true}
+	serving.addHosts(hosts.Serving)
 	proxyClient := leafSpec{commonName: FrontProxyClientName, usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	peer := leafSpec{
 		commonName: "etcd-peer",
 		ips:        []net.IP{net.IPv4(127, 0, 0, 1)},
 		usages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
+	peer.addHosts(hosts.EtcdPeer)
 	// Each authority with what it issues, and the service-account key, is
 	// independent of the others: on a first start they are created
 	// together, and their writes (each synced to disk) overlap.
@@ -86,7 +89,7 @@ func Ensure(dir string, servingHosts []string) (*PKI, error) {
 		p.FrontProxyCA, errs[1] = ensureAuthorityAndLeaf(dir, "front-proxy-ca", "sample-generic-controlplane-front-proxy-ca", "front proxy client certificate", p.ProxyClientCertFile, p.ProxyClientKeyFile, proxyClient)
 	})
 	wg.Go(func() {
-		p.EtcdCA, errs[2] = ensureAuthorityAndLeaf(dir, "etcd-ca", "sample-generic-controlplane-etcd-ca", "etcd peer certificate", p.EtcdPeerCertFile, p.EtcdPeerKeyFile, peer)
+		p.EtcdCA, errs[2] = ensureAuthorityAndLeaf(dir, etcdCAName, "sample-generic-controlplane-etcd-ca", "etcd peer certificate", p.EtcdPeerCertFile, p.EtcdPeerKeyFile, peer)
 	})
 	wg.Go(func() {
 		errs[3] = ensureServiceAccountKey(p.ServiceAccountKeyFile, p.ServiceAccountPublicKeyFile)
@@ -97,6 +100,25 @@ func Ensure(dir string, servingHosts []string) (*PKI, error) {
 	}
 	return p, nil
 }
+
+// Paths names the files of the PKI in dir, without reading or creating
+// them; the authorities are not loaded (nil).
+func Paths(dir string) *PKI {
+	return &PKI{
+		Dir:                         dir,
+		ServingCertFile:             filepath.Join(dir, "apiserver.crt"),
+		ServingKeyFile:              filepath.Join(dir, "apiserver.key"),
+		ProxyClientCertFile:         filepath.Join(dir, "front-proxy-client.crt"),
+		ProxyClientKeyFile:          filepath.Join(dir, "front-proxy-client.key"),
+		EtcdPeerCertFile:            filepath.Join(dir, "etcd-peer.crt"),
+		EtcdPeerKeyFile:             filepath.Join(dir, "etcd-peer.key"),
+		ServiceAccountKeyFile:       filepath.Join(dir, "sa.key"),
+		ServiceAccountPublicKeyFile: filepath.Join(dir, "sa.pub"),
+	}
+}
+
+// EtcdCAFile is the etcd peer CA's certificate in the PKI directory dir.
+func EtcdCAFile(dir string) string { return filepath.Join(dir, etcdCAName+".crt") }
 
 // ensureAuthorityAndLeaf loads or creates the authority <dir>/<name>.crt
 // and .key, then the certificate it issues into certFile and keyFile.

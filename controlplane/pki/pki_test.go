@@ -41,7 +41,7 @@ var pkiFiles = map[string]os.FileMode{
 
 func ensurePKI(t *testing.T, dir string, hosts []string) *PKI {
 	t.Helper()
-	p, err := Ensure(dir, hosts)
+	p, err := Ensure(dir, Hosts{Serving: hosts})
 	if err != nil {
 		t.Fatalf("Ensure(%s, %q): %v", dir, hosts, err)
 	}
@@ -84,13 +84,55 @@ func changedFiles(before, after map[string][]byte) []string {
 	return changed
 }
 
+// loadCert returns the certificate in path: the leaf, for the serving
+// certificate, which its CA follows (TestServingCertificateCarriesCA).
 func loadCert(t *testing.T, path string) *x509.Certificate {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return parseCertPEM(t, data)
+	certs, err := certutil.ParseCertsPEM(data)
+	if err != nil {
+		t.Fatalf("parsing %s: %v", path, err)
+	}
+	return certs[0]
+}
+
+// The CA follows the serving certificate, so that a joining server can pin
+// it in the handshake; no other certificate carries one. A serving
+// certificate written without it (by an earlier release) gets it, and
+// stays the same certificate.
+func TestServingCertificateCarriesCA(t *testing.T) {
+	dir := t.TempDir()
+	p := ensurePKI(t, dir, testHosts)
+	chain := func() []*x509.Certificate {
+		t.Helper()
+		certs, err := certutil.CertsFromFile(p.ServingCertFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return certs
+	}
+	certs := chain()
+	if len(certs) != 2 || !certs[1].Equal(p.CA.Cert) {
+		t.Fatalf("serving certificate file: want the leaf and the CA, got %d certificates", len(certs))
+	}
+	for _, single := range []string{p.ProxyClientCertFile, p.EtcdPeerCertFile} {
+		if got, err := certutil.CertsFromFile(single); err != nil || len(got) != 1 {
+			t.Errorf("%s: want exactly one certificate, got %d (%v)", single, len(got), err)
+		}
+	}
+
+	// As an earlier release wrote it: the leaf alone.
+	if err := os.WriteFile(p.ServingCertFile, encodeCertPEM(certs[0]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ensurePKI(t, dir, testHosts)
+	again := chain()
+	if len(again) != 2 || !again[0].Equal(certs[0]) || !again[1].Equal(p.CA.Cert) {
+		t.Fatalf("after a restart: want the same leaf followed by the CA, got %d certificates", len(again))
+	}
 }
 
 func parseCertPEM(t *testing.T, data []byte) *x509.Certificate {
@@ -338,7 +380,8 @@ func TestEnsurePKIReissuesServingCertificateForNewHost(t *testing.T) {
 }
 
 // resign replaces the certificate in certFile with one for the same key and
-// names, signed by signer, that expires at notAfter.
+// names, signed by signer, that expires at notAfter; the certificates after
+// it (the serving certificate's CA) stay.
 func resign(t *testing.T, certFile string, signer *Authority, notAfter time.Time) {
 	t.Helper()
 	old := loadCert(t, certFile)
@@ -354,7 +397,15 @@ func resign(t *testing.T, certFile string, signer *Authority, notAfter time.Time
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeFileAtomic(certFile, encodeCertPEM(cert), 0o644); err != nil {
+	rest, err := certutil.CertsFromFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := encodeCertPEM(cert)
+	for _, c := range rest[1:] {
+		data = append(data, encodeCertPEM(c)...)
+	}
+	if err := writeFileAtomic(certFile, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -491,7 +542,7 @@ func TestEnsurePKIRefusesCorruptFiles(t *testing.T) {
 			}
 			before := snapshot(t, dir)
 
-			p, err := Ensure(dir, testHosts)
+			p, err := Ensure(dir, Hosts{Serving: testHosts})
 			if err == nil {
 				t.Fatalf("Ensure with a corrupt %s succeeded (PKI %+v)", tc.file, p)
 			}

@@ -23,7 +23,7 @@ func TestEnsurePKIRefusesHalfACA(t *testing.T) {
 				if err := os.Remove(path); err != nil {
 					t.Fatal(err)
 				}
-				_, err := Ensure(dir, testHosts)
+				_, err := Ensure(dir, Hosts{Serving: testHosts})
 				if err == nil || !strings.Contains(err.Error(), path) {
 					t.Fatalf("Ensure with %s missing: want an error naming it, got %v", path, err)
 				}
@@ -89,7 +89,7 @@ func TestEnsurePKIRefusesCAWithForeignKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, dir)
-	_, err := Ensure(dir, testHosts)
+	_, err := Ensure(dir, Hosts{Serving: testHosts})
 	if err == nil || !strings.Contains(err.Error(), "does not belong to the key") || !strings.Contains(err.Error(), caKey) {
 		t.Fatalf("Ensure with a foreign CA key: %v; want an error naming %s", err, caKey)
 	}
@@ -125,7 +125,7 @@ func TestEnsurePKINamesEveryBrokenAuthority(t *testing.T) {
 		}
 		missing = append(missing, path)
 	}
-	_, err := Ensure(dir, testHosts)
+	_, err := Ensure(dir, Hosts{Serving: testHosts})
 	for _, path := range missing {
 		if err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("Ensure with %v missing: want an error naming %s, got %v", missing, path, err)

@@ -94,7 +94,7 @@ func TestStopIsBoundedWhenEtcdHangs(t *testing.T) {
 	o := controlplane.NewOptions()
 	o.DataDir = s.DataDir
 	o.ControlPlane.Etcd.StorageConfig.Transport.ServerList = []string{"unix://" + proxy.Socket}
-	dataDir, err := o.PrepareDataDir()
+	dataDir, err := o.PrepareDataDir(t.Context())
 	if err != nil {
 		t.Fatalf("the data dir is still taken: %v", err)
 	}

@@ -1,0 +1,263 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/request/union"
+	"k8s.io/apiserver/pkg/server/mux"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/datadir"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdcluster"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/jointoken"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/pki"
+)
+
+// ClusterOptions make the embedded etcd member one of a cluster of servers.
+type ClusterOptions struct {
+	// Init listens for peers, so that other servers can join (--cluster-init).
+	Init bool
+	// Join is a server of the cluster to join (--join https://HOST:PORT),
+	// with Token; only a data dir without a member joins.
+	Join  string
+	Token string
+	// PeerPort is where the member listens for its peers, on the advertised address.
+	PeerPort int
+	// LearnerTimeout bounds how long a joining member may take to catch up
+	// before the cluster removes it.
+	LearnerTimeout time.Duration
+}
+
+// DefaultEtcdPeerPort is etcd's own.
+const DefaultEtcdPeerPort = 2380
+
+// encryptionConfigName is where a joined server keeps the cluster's
+// encryption configuration, used unless --encryption-provider-config names another.
+const encryptionConfigName = "encryption-config.yaml"
+
+func (o *ClusterOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Init, "cluster-init", o.Init, "Listen for the etcd peers of other servers on --advertise-address (else --bind-address) and --etcd-peer-port, so that they can join this server's cluster (with a token from \"token create\"). A server that ran alone keeps its data. Later starts need the flag no more.")
+	fs.StringVar(&o.Join, "join", o.Join, "Join the cluster of the server at this URL (https://HOST:PORT) with --token, on a fresh --data-dir: the server's embedded etcd member joins the others', and it serves the same API. Later starts need neither flag.")
+	fs.StringVar(&o.Token, "token", o.Token, "Join token for --join, from \"sample-generic-controlplane token create\" on a server of the cluster.")
+	fs.IntVar(&o.PeerPort, "etcd-peer-port", o.PeerPort, "Port the embedded etcd member listens on for its peers, with --cluster-init or --join.")
+	fs.DurationVar(&o.LearnerTimeout, "etcd-learner-timeout", o.LearnerTimeout, "How long a joining server's etcd member may take to catch up with the cluster before it is removed again.")
+}
+
+func (o *Options) validateCluster() []error {
+	c := o.EmbeddedEtcd.Cluster
+	var errs []error
+	if c.Join != "" || c.Init {
+		if len(o.ControlPlane.Etcd.StorageConfig.Transport.ServerList) > 0 {
+			errs = append(errs, errors.New("--cluster-init and --join join embedded etcd members; with --etcd-servers the servers share that etcd cluster already: drop them"))
+		}
+		if _, err := o.advertisedAddress(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.Join != "" && c.Init {
+		errs = append(errs, errors.New("--join and --cluster-init exclude each other: the first server starts with --cluster-init, the others with --join"))
+	}
+	switch {
+	case c.Join != "" && c.Token == "":
+		errs = append(errs, errors.New("--join needs --token: create one with \"sample-generic-controlplane token create\" on a server of the cluster"))
+	case c.Join == "" && c.Token != "":
+		errs = append(errs, errors.New("--token is for --join: add --join=https://HOST:PORT of a server of the cluster"))
+	case c.Token != "":
+		if _, err := jointoken.Parse(c.Token); err != nil {
+			errs = append(errs, fmt.Errorf("--token: %w", err))
+		}
+	}
+	if c.PeerPort < 1 || c.PeerPort > 65535 {
+		errs = append(errs, fmt.Errorf("--etcd-peer-port must be a port number, got %d; write e.g. --etcd-peer-port=%d", c.PeerPort, DefaultEtcdPeerPort))
+	}
+	if c.LearnerTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--etcd-learner-timeout must be positive, got %s; write e.g. --etcd-learner-timeout=%s", c.LearnerTimeout, etcdcluster.DefaultLearnerTimeout))
+	}
+	return errs
+}
+
+// advertisedAddress is where the server's peers reach it: --advertise-address,
+// else --bind-address.
+func (o *Options) advertisedAddress() (net.IP, error) {
+	ip := o.ControlPlane.GenericServerRunOptions.AdvertiseAddress
+	if ip == nil || ip.IsUnspecified() {
+		ip = o.ControlPlane.SecureServing.BindAddress
+	}
+	if ip == nil || ip.IsUnspecified() {
+		return nil, errors.New("--cluster-init and --join need the address other servers reach this one at: set --advertise-address (or bind to it with --bind-address)")
+	}
+	return ip, nil
+}
+
+func (o *Options) peerURL() (string, error) {
+	ip, err := o.advertisedAddress()
+	if err != nil {
+		return "", err
+	}
+	return "https://" + net.JoinHostPort(ip.String(), strconv.Itoa(o.EmbeddedEtcd.Cluster.PeerPort)), nil
+}
+
+// prepareMembership makes the data dir's member one of a cluster when
+// asked: --join on a data dir without a member fetches the cluster's
+// shared credentials into it and has its member added (before the PKI is
+// completed and etcd starts); --cluster-init records the member's peer
+// URL. A member of a cluster keeps its place across starts; its peer URL
+// follows the advertised address. It returns the peer hosts for the PKI.
+func (o *Options) prepareMembership(ctx context.Context, d *datadir.Dir) ([]string, error) {
+	c := o.EmbeddedEtcd.Cluster
+	m, err := d.Membership()
+	if err != nil {
+		return nil, err
+	}
+	if m == nil && !c.Init && c.Join == "" {
+		return nil, nil
+	}
+	peerURL, err := o.peerURL()
+	if err != nil {
+		return nil, err
+	}
+	logger := klog.FromContext(ctx)
+	switch {
+	case m != nil:
+		if c.Join != "" {
+			logger.Info("The data dir's etcd member joined its cluster already; --join and --token are ignored", "member", m.Name)
+		}
+		if m.PeerURL != peerURL {
+			logger.Info("The advertised address changed; the member's peer URL follows it", "member", m.Name, "old", m.PeerURL, "new", peerURL)
+			m.PeerURL = peerURL
+			if err := d.SetMembership(*m); err != nil {
+				return nil, err
+			}
+		}
+	case c.Init:
+		if err := d.SetMembership(datadir.Membership{Name: newMemberName(), PeerURL: peerURL}); err != nil {
+			return nil, err
+		}
+	default:
+		if err := o.join(ctx, d, peerURL); err != nil {
+			return nil, err
+		}
+	}
+	ip, _ := o.advertisedAddress()
+	return []string{ip.String()}, nil
+}
+
+// join has the data dir's member added to the cluster of --join.
+func (o *Options) join(ctx context.Context, d *datadir.Dir, peerURL string) error {
+	c := o.EmbeddedEtcd.Cluster
+	if has, err := d.HasEtcdMember(); err != nil {
+		return err
+	} else if has {
+		return fmt.Errorf("--join: data dir %s holds an etcd member already, of a server that ran alone or of another cluster; a server joins only with a fresh --data-dir (or drop --join to run it on its own data)", d.Path)
+	}
+	token, err := jointoken.Parse(c.Token)
+	if err != nil {
+		return fmt.Errorf("--token: %w", err)
+	}
+	name := newMemberName()
+	start := time.Now()
+	resp, err := etcdcluster.Join(ctx, c.Join, token, etcdcluster.JoinRequest{Name: name, PeerURL: peerURL})
+	if err != nil {
+		return err
+	}
+	if err := pki.WriteShared(d.PKIDir(), resp.Credentials); err != nil {
+		return fmt.Errorf("--join: %w", err)
+	}
+	if len(resp.EncryptionConfig) > 0 {
+		if err := os.WriteFile(filepath.Join(d.Path, encryptionConfigName), resp.EncryptionConfig, 0o600); err != nil {
+			return fmt.Errorf("writing the cluster's encryption configuration: %w", err)
+		}
+	}
+	if err := d.SetMembership(datadir.Membership{Name: name, PeerURL: peerURL, InitialCluster: resp.InitialCluster}); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).Info("Joined the cluster as a learner; the member starts and catches up", "server", c.Join, "member", name, "memberID", resp.MemberID, "duration", time.Since(start))
+	return nil
+}
+
+// newMemberName names a new member after the host, with a random suffix:
+// servers on one host (and hosts of one name) stay apart.
+func newMemberName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "server"
+	}
+	host = strings.ToLower(strings.Split(host, ".")[0])
+	if len(validation.IsDNS1123Label(host)) > 0 || len(host) > 40 {
+		host = "server"
+	}
+	suffix := make([]byte, 4)
+	rand.Read(suffix) //nolint:errcheck // never fails
+	return host + "-" + hex.EncodeToString(suffix)
+}
+
+// joinTokenAuthenticator authenticates join tokens, ahead of the other
+// authenticators, and hands the token on to the join handler in the
+// request's context (etcdcluster.WithToken): the authentication filter
+// removes the Authorization header, and the handler uses the token.
+func joinTokenAuthenticator(loopback *rest.Config, next authenticator.Request) (authenticator.Request, error) {
+	client, err := kubernetes.NewForConfig(loopback)
+	if err != nil {
+		return nil, err
+	}
+	tokens := jointoken.NewAuthenticator(client)
+	join := authenticator.RequestFunc(func(req *http.Request) (*authenticator.Response, bool, error) {
+		credential, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			return nil, false, nil
+		}
+		credential = strings.TrimSpace(credential)
+		resp, ok, err := tokens.AuthenticateToken(req.Context(), credential)
+		if ok {
+			// The filter serves the request it was given, with the user
+			// added to its context: add the token too.
+			*req = *req.WithContext(etcdcluster.WithToken(req.Context(), credential))
+		}
+		return resp, ok, err
+	})
+	return union.New(join, next), nil
+}
+
+// installJoin serves jointoken.JoinPath: servers join this one's cluster.
+func (c CompletedConfig) installJoin(mux *mux.PathRecorderMux) error {
+	client, err := kubernetes.NewForConfig(c.APIs.ControlPlane.Generic.LoopbackClientConfig)
+	if err != nil {
+		return err
+	}
+	mux.Handle(jointoken.JoinPath, &etcdcluster.JoinHandler{
+		Etcd:                 c.EmbeddedEtcd.Client(),
+		Tokens:               jointoken.NewStore(client),
+		PKIDir:               c.Options.DataDir.PKI.Dir,
+		EncryptionConfigFile: c.Options.ControlPlane.Etcd.EncryptionProviderConfigFilepath,
+	})
+	return nil
+}
+
+// runCluster promotes joining members while this server's member leads,
+// until ctx is done.
+func (s *Server) runCluster(ctx context.Context) {
+	etcd := s.config.EmbeddedEtcd
+	if s.config.Options.Membership == nil || etcd == nil {
+		return
+	}
+	client := etcd.Client()
+	defer client.Close() //nolint:errcheck // in process
+	promoter := &etcdcluster.Promoter{Etcd: client, IsLeader: etcd.IsLeader, LearnerTimeout: s.config.Options.EmbeddedEtcd.Cluster.LearnerTimeout}
+	promoter.Run(ctx)
+}

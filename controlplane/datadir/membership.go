@@ -1,0 +1,98 @@
+package datadir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
+)
+
+// membershipName is the file that makes the embedded member one of a
+// cluster of servers.
+const membershipName = "etcd-member.json"
+
+// Membership is the embedded etcd member's place in a cluster of servers,
+// kept in <data-dir>/etcd-member.json. A data dir without it holds a
+// member that runs alone, listening for no peers.
+type Membership struct {
+	// Name is the member's name in the cluster.
+	Name string `json:"name"`
+	// PeerURL is where its peers reach it: https://ADDRESS:PORT.
+	PeerURL string `json:"peerURL"`
+	// InitialCluster lists the cluster's members as they were when this
+	// one joined (etcd's --initial-cluster), for the member's first start;
+	// empty for the server that initialised the cluster.
+	InitialCluster string `json:"initialCluster,omitempty"`
+}
+
+// Membership returns the member's place in a cluster, or nil when it runs
+// alone.
+func (d *Dir) Membership() (*Membership, error) {
+	return readMembership(d.Path)
+}
+
+// SetMembership records the member's place in a cluster, synced to disk.
+func (d *Dir) SetMembership(m Membership) error {
+	return writeMembership(d.Path, m)
+}
+
+func readMembership(dataDir string) (*Membership, error) {
+	path := filepath.Join(dataDir, membershipName)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	var m Membership
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s is damaged (%v): restore it from a backup, or remove the data dir and join the cluster again", path, err)
+	}
+	if m.Name == "" || m.PeerURL == "" {
+		return nil, fmt.Errorf("%s names no member or peer URL: restore it from a backup, or remove the data dir and join the cluster again", path)
+	}
+	return &m, nil
+}
+
+func writeMembership(dataDir string, m Membership) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileSynced(filepath.Join(dataDir, membershipName), append(data, '\n'), 0o600)
+}
+
+// writeFileSynced writes data beside path, syncs it and renames it into
+// place, then syncs the directory: after a crash the file is whole, old
+// or new.
+func writeFileSynced(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after a successful rename
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if closeErr := tmp.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err == nil {
+		err = embeddedetcd.SyncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,291 @@
+// Package etcdcluster makes the embedded etcd members of several servers
+// one cluster: a server joins with a token (Join, JoinHandler), the cluster
+// promotes its member once it has caught up (Promoter), and members can be
+// seen and removed.
+package etcdcluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/klog/v2"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/jointoken"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/pki"
+)
+
+// JoinRequest is what a joining server sends: who its member is and where
+// its peers reach it.
+type JoinRequest struct {
+	Name    string `json:"name"`
+	PeerURL string `json:"peerURL"`
+}
+
+// JoinResponse is what the cluster answers a server whose token it
+// accepted: what its member needs to start, and the credentials every
+// server of the cluster shares.
+type JoinResponse struct {
+	// MemberID is the new member's ID, in hex.
+	MemberID string `json:"memberID"`
+	// InitialCluster lists every member with its peer URLs, the new one
+	// included, as etcd's --initial-cluster.
+	InitialCluster string `json:"initialCluster"`
+	// Credentials are pki.SharedFiles by name.
+	Credentials map[string][]byte `json:"credentials"`
+	// EncryptionConfig is the content of the server's
+	// --encryption-provider-config, if it has one.
+	EncryptionConfig []byte `json:"encryptionConfig,omitempty"`
+}
+
+// Validate checks a join request, naming the flag a user sets.
+func (r JoinRequest) Validate() error {
+	if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 {
+		return fmt.Errorf("member name %q: %s", r.Name, strings.Join(errs, "; "))
+	}
+	u, err := url.Parse(r.PeerURL)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" || u.Port() == "" || u.Path != "" {
+		return fmt.Errorf("peer URL %q must be https://ADDRESS:PORT; set --advertise-address (or --bind-address) and --etcd-peer-port", r.PeerURL)
+	}
+	return nil
+}
+
+// JoinTimeout bounds how long a join request waits for the joins before it
+// (one learner at a time) and for the cluster to add its member.
+const JoinTimeout = 2 * time.Minute
+
+// learnerWaitPoll is how often a waiting join looks whether the learner
+// before it was promoted.
+const learnerWaitPoll = 200 * time.Millisecond
+
+// JoinHandler serves jointoken.JoinPath on a server of the cluster. The API
+// server's authentication (jointoken.NewAuthenticator) and authorization
+// (jointoken.RBAC) let only a valid join token through; the handler then
+// uses the token, adds the joining member as a learner, one join at a
+// time, and answers with what the new server needs.
+type JoinHandler struct {
+	// Etcd is a client of this server's member.
+	Etcd *clientv3.Client
+	// Tokens checks and uses the token.
+	Tokens *jointoken.Store
+	// PKIDir holds the shared credentials (pki.SharedFiles).
+	PKIDir string
+	// EncryptionConfigFile is --encryption-provider-config, if set.
+	EncryptionConfigFile string
+
+	// mu serialises the joins this server handles; etcd's limit of one
+	// learner serialises them across servers.
+	mu sync.Mutex
+}
+
+func (h *JoinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeStatus(w, http.StatusMethodNotAllowed, "a join is a POST")
+		return
+	}
+	id, secret, ok := h.tokenOf(r)
+	if !ok {
+		writeStatus(w, http.StatusForbidden, "only a join token may join; create one with \"sample-generic-controlplane token create\"")
+		return
+	}
+	var req JoinRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+		writeStatus(w, http.StatusBadRequest, fmt.Sprintf("the join request is not JSON: %v", err))
+		return
+	}
+	if err := req.Validate(); err != nil {
+		writeStatus(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), JoinTimeout)
+	defer cancel()
+	logger := klog.FromContext(ctx).WithValues("member", req.Name, "peerURL", req.PeerURL, "token", id)
+	ctx = klog.NewContext(ctx, logger)
+
+	resp, code, err := h.join(ctx, id, secret, req)
+	if err != nil {
+		logger.Info("Join refused", "reason", err.Error())
+		writeStatus(w, code, err.Error())
+		return
+	}
+	logger.Info("Member joined as a learner", "memberID", resp.MemberID)
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(resp) //nolint:errcheck // the joiner retries
+}
+
+// tokenOf returns the ID and secret of the join token the request was
+// authenticated with (WithToken).
+func (h *JoinHandler) tokenOf(r *http.Request) (id, secret string, ok bool) {
+	user, found := request.UserFrom(r.Context())
+	credential, hasToken := r.Context().Value(tokenKey{}).(string)
+	if !found || !hasToken {
+		return "", "", false
+	}
+	id, secret, found = strings.Cut(credential, ".")
+	if !found || jointoken.UserPrefix+id != user.GetName() {
+		return "", "", false
+	}
+	return id, secret, true
+}
+
+type tokenKey struct{}
+
+// WithToken returns a context that carries the join token a request was
+// authenticated with, for the JoinHandler to use: the API server's
+// authentication filter removes the Authorization header.
+func WithToken(ctx context.Context, credential string) context.Context {
+	return context.WithValue(ctx, tokenKey{}, credential)
+}
+
+func (h *JoinHandler) join(ctx context.Context, id, secret string, req JoinRequest) (*JoinResponse, int, error) {
+	credentials, err := pki.ReadShared(h.PKIDir)
+	if err != nil {
+		return nil, http.StatusInternalServerError, err
+	}
+	var encryption []byte
+	if h.EncryptionConfigFile != "" {
+		if encryption, err = os.ReadFile(h.EncryptionConfigFile); err != nil {
+			return nil, http.StatusInternalServerError, fmt.Errorf("reading --encryption-provider-config: %w", err)
+		}
+	}
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if code, err := h.waitForTurn(ctx, req); err != nil {
+		return nil, code, err
+	}
+	if _, err := h.Tokens.Use(ctx, id, secret, jointoken.UsageJoin); err != nil {
+		if errors.Is(err, jointoken.ErrInvalid) {
+			return nil, http.StatusUnauthorized, err
+		}
+		return nil, http.StatusInternalServerError, err
+	}
+	added, err := h.addLearner(ctx, req.PeerURL)
+	if err != nil {
+		return nil, http.StatusServiceUnavailable, fmt.Errorf("adding the member to the etcd cluster: %w; create a new token and join again", err)
+	}
+	initial, err := initialCluster(added, req.Name)
+	if err != nil {
+		return nil, http.StatusInternalServerError, err
+	}
+	return &JoinResponse{
+		MemberID:         strconv.FormatUint(added.Member.ID, 16),
+		InitialCluster:   initial,
+		Credentials:      credentials,
+		EncryptionConfig: encryption,
+	}, http.StatusOK, nil
+}
+
+// waitForTurn waits until no other learner is in the cluster (etcd admits
+// one at a time; a second join waits for the first to be promoted), and
+// refuses a member whose name or peer URL is taken. A learner that never
+// started at the same peer URL is the same server joining again after it
+// failed: it is removed.
+func (h *JoinHandler) waitForTurn(ctx context.Context, req JoinRequest) (int, error) {
+	logger := klog.FromContext(ctx)
+	waiting := false
+	for {
+		list, err := h.Etcd.MemberList(ctx)
+		if err != nil {
+			return http.StatusServiceUnavailable, fmt.Errorf("listing the etcd members: %w", err)
+		}
+		otherLearner := false
+		for _, m := range list.Members {
+			samePeer := len(m.PeerURLs) == 1 && m.PeerURLs[0] == req.PeerURL
+			switch {
+			case samePeer && m.IsLearner && m.Name == "":
+				logger.Info("Removing the unstarted learner of an earlier join from the same peer URL", "memberID", strconv.FormatUint(m.ID, 16))
+				if _, err := h.Etcd.MemberRemove(ctx, m.ID); err != nil {
+					return http.StatusServiceUnavailable, fmt.Errorf("removing the unstarted learner %x of an earlier join at %s: %w", m.ID, req.PeerURL, err)
+				}
+			case samePeer || slices.Contains(m.PeerURLs, req.PeerURL):
+				return http.StatusConflict, fmt.Errorf("member %q has peer URL %s already; remove it first (sample-generic-controlplane cluster remove %s) or join from another address", m.Name, req.PeerURL, m.Name)
+			case m.Name == req.Name:
+				return http.StatusConflict, fmt.Errorf("a member named %q is in the cluster already; remove it first (sample-generic-controlplane cluster remove %s) or join with a new --data-dir", m.Name, m.Name)
+			case m.IsLearner:
+				otherLearner = true
+			}
+		}
+		if !otherLearner {
+			return 0, nil
+		}
+		if !waiting {
+			logger.Info("Another member is joining; this join waits for its promotion")
+			waiting = true
+		}
+		select {
+		case <-ctx.Done():
+			return http.StatusServiceUnavailable, fmt.Errorf("another member was still joining after %s: see \"sample-generic-controlplane cluster members\"; try again later", JoinTimeout)
+		case <-time.After(learnerWaitPoll):
+		}
+	}
+}
+
+// addLearner adds the member as a learner, waiting while another server's
+// join holds etcd's one learner place, and while etcd finds the cluster
+// unhealthy: it adds members only once every voter has been connected for
+// a few seconds, which a member promoted a moment ago has not.
+func (h *JoinHandler) addLearner(ctx context.Context, peerURL string) (*clientv3.MemberAddResponse, error) {
+	for {
+		resp, err := h.Etcd.MemberAddAsLearner(ctx, []string{peerURL})
+		if err == nil {
+			return resp, nil
+		}
+		switch rpctypes.ErrorDesc(err) {
+		case rpctypes.ErrorDesc(rpctypes.ErrGRPCTooManyLearners), rpctypes.ErrorDesc(rpctypes.ErrGRPCUnhealthy):
+		default:
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(learnerWaitPoll):
+		}
+	}
+}
+
+// initialCluster is etcd's --initial-cluster for the added member: every
+// started member by name, and the new one by the name it will start with.
+func initialCluster(added *clientv3.MemberAddResponse, name string) (string, error) {
+	var entries []string
+	for _, m := range added.Members {
+		memberName := m.Name
+		if m.ID == added.Member.ID {
+			memberName = name
+		}
+		if memberName == "" {
+			return "", fmt.Errorf("member %x has not started yet; try again once it has", m.ID)
+		}
+		for _, u := range m.PeerURLs {
+			entries = append(entries, memberName+"="+u)
+		}
+	}
+	return strings.Join(entries, ","), nil
+}
+
+// writeStatus answers with a Status, as the API server does.
+func writeStatus(w http.ResponseWriter, code int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(metav1.Status{ //nolint:errcheck // best effort
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure,
+		Message:  message,
+		Code:     int32(code),
+	})
+}
