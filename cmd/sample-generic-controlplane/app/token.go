@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,11 +14,11 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	certutil "k8s.io/client-go/util/cert"
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/jointoken"
+	"sigs.k8s.io/sample-generic-controlplane/kana/registrycli"
 )
 
 const (
@@ -80,29 +79,17 @@ func (o *tokenOptions) addFlags(cmd *cobra.Command, fss cliflag.NamedFlagSets) {
 	addFlagSets(cmd, fss)
 }
 
-// restConfig loads the kubeconfig as kubectl (and the registry command)
-// does: --kubeconfig when set, else $KUBECONFIG, else ~/.kube/config.
+// restConfig loads the kubeconfig as the registry command does:
+// --kubeconfig when set, else $KUBECONFIG, else ~/.kube/config.
 func (o *tokenOptions) restConfig() (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	switch {
-	case err == nil:
-		if config.Timeout == 0 {
-			config.Timeout = tokenRequestTimeout
-		}
-		return config, nil
-	case o.kubeconfig != "":
-		return nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
-	case clientcmd.IsEmptyConfig(err):
-		where := ""
-		if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
-			where = " in " + clientcmd.RecommendedConfigPathEnvVar + "=" + env
-		}
-		return nil, fmt.Errorf("no kubeconfig%s: set --kubeconfig=FILE or KUBECONFIG, e.g. --kubeconfig=$HOME/.local/share/sample-generic-controlplane/admin.kubeconfig", where)
-	default:
-		return nil, fmt.Errorf("kubeconfig %s: %w", strings.Join(rules.GetLoadingPrecedence(), string(filepath.ListSeparator)), err)
+	config, err := registrycli.RESTConfig(o.kubeconfig)
+	if err != nil {
+		return nil, err
 	}
+	if config.Timeout == 0 {
+		config.Timeout = tokenRequestTimeout
+	}
+	return config, nil
 }
 
 // store is the token store of the control plane in the kubeconfig, and
