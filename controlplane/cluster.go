@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,13 +16,14 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/request/union"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/datadir"
@@ -38,6 +40,8 @@ type ClusterOptions struct {
 	// with Token; only a data dir without a member joins.
 	Join  string
 	Token string
+	// TokenFile holds the token instead of Token, out of process lists.
+	TokenFile string
 	// PeerPort is where the member listens for its peers, on the advertised address.
 	PeerPort int
 	// LearnerTimeout bounds how long a joining member may take to catch up
@@ -48,14 +52,11 @@ type ClusterOptions struct {
 // DefaultEtcdPeerPort is etcd's own.
 const DefaultEtcdPeerPort = 2380
 
-// encryptionConfigName is where a joined server keeps the cluster's
-// encryption configuration, used unless --encryption-provider-config names another.
-const encryptionConfigName = "encryption-config.yaml"
-
 func (o *ClusterOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Init, "cluster-init", o.Init, "Listen for the etcd peers of other servers on --advertise-address (else --bind-address) and --etcd-peer-port, so that they can join this server's cluster (with a token from \"token create\"). A server that ran alone keeps its data. Later starts need the flag no more.")
 	fs.StringVar(&o.Join, "join", o.Join, "Join the cluster of the server at this URL (https://HOST:PORT) with --token, on a fresh --data-dir: the server's embedded etcd member joins the others', and it serves the same API. Later starts need neither flag.")
-	fs.StringVar(&o.Token, "token", o.Token, "Join token for --join, from \"sample-generic-controlplane token create\" on a server of the cluster.")
+	fs.StringVar(&o.Token, "token", o.Token, "Join token for --join, from \"sample-generic-controlplane token create\" on a server of the cluster. Anyone who can list this machine's processes sees it: prefer --token-file.")
+	fs.StringVar(&o.TokenFile, "token-file", o.TokenFile, "File holding the join token for --join, instead of --token.")
 	fs.IntVar(&o.PeerPort, "etcd-peer-port", o.PeerPort, "Port the embedded etcd member listens on for its peers, with --cluster-init or --join.")
 	fs.DurationVar(&o.LearnerTimeout, "etcd-learner-timeout", o.LearnerTimeout, "How long a joining server's etcd member may take to catch up with the cluster before it is removed again.")
 }
@@ -75,13 +76,15 @@ func (o *Options) validateCluster() []error {
 		errs = append(errs, errors.New("--join and --cluster-init exclude each other: the first server starts with --cluster-init, the others with --join"))
 	}
 	switch {
-	case c.Join != "" && c.Token == "":
-		errs = append(errs, errors.New("--join needs --token: create one with \"sample-generic-controlplane token create\" on a server of the cluster"))
-	case c.Join == "" && c.Token != "":
-		errs = append(errs, errors.New("--token is for --join: add --join=https://HOST:PORT of a server of the cluster"))
-	case c.Token != "":
-		if _, err := jointoken.Parse(c.Token); err != nil {
-			errs = append(errs, fmt.Errorf("--token: %w", err))
+	case c.Token != "" && c.TokenFile != "":
+		errs = append(errs, errors.New("--token and --token-file exclude each other: give the token once"))
+	case c.Join != "" && c.Token == "" && c.TokenFile == "":
+		errs = append(errs, errors.New("--join needs --token-file (or --token): create a token with \"sample-generic-controlplane token create\" on a server of the cluster"))
+	case c.Join == "" && (c.Token != "" || c.TokenFile != ""):
+		errs = append(errs, errors.New("--token and --token-file are for --join: add --join=https://HOST:PORT of a server of the cluster"))
+	case c.Join != "":
+		if _, err := c.joinToken(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if c.PeerPort < 1 || c.PeerPort > 65535 {
@@ -91,6 +94,23 @@ func (o *Options) validateCluster() []error {
 		errs = append(errs, fmt.Errorf("--etcd-learner-timeout must be positive, got %s; write e.g. --etcd-learner-timeout=%s", c.LearnerTimeout, etcdcluster.DefaultLearnerTimeout))
 	}
 	return errs
+}
+
+// joinToken is the token of --token or --token-file.
+func (o *ClusterOptions) joinToken() (jointoken.Token, error) {
+	flag, value := "--token", o.Token
+	if o.TokenFile != "" {
+		data, err := os.ReadFile(o.TokenFile)
+		if err != nil {
+			return jointoken.Token{}, fmt.Errorf("--token-file: %w", err)
+		}
+		flag, value = "--token-file "+o.TokenFile, strings.TrimSpace(string(data))
+	}
+	token, err := jointoken.Parse(value)
+	if err != nil {
+		return jointoken.Token{}, fmt.Errorf("%s: %w", flag, err)
+	}
+	return token, nil
 }
 
 // advertisedAddress is where the server's peers reach it: --advertise-address,
@@ -114,49 +134,77 @@ func (o *Options) peerURL() (string, error) {
 	return "https://" + net.JoinHostPort(ip.String(), strconv.Itoa(o.EmbeddedEtcd.Cluster.PeerPort)), nil
 }
 
-// prepareMembership makes the data dir's member one of a cluster when
-// asked: --join on a data dir without a member fetches the cluster's
-// shared credentials into it and has its member added (before the PKI is
-// completed and etcd starts); --cluster-init records the member's peer
-// URL. A member of a cluster keeps its place across starts; its peer URL
-// follows the advertised address. It returns the peer hosts for the PKI.
-func (o *Options) prepareMembership(ctx context.Context, d *datadir.Dir) ([]string, error) {
+// PrepareMembership makes the data dir's member one of a cluster when
+// asked, between datadir.Lock and Dir.EnsurePKI (PrepareDataDir calls it):
+// --join on a data dir without a member fetches the cluster's shared
+// credentials into it and has its member added; --cluster-init records the
+// member's peer URL. A member of a cluster keeps its place across starts;
+// its peer URL follows the advertised address. It returns the names the
+// PKI issues certificates for.
+func (o *Options) PrepareMembership(ctx context.Context, d *datadir.Dir) (pki.Hosts, error) {
+	hosts := pki.Hosts{Serving: o.servingHosts()}
+	if !o.Embedded() {
+		return hosts, nil
+	}
 	c := o.EmbeddedEtcd.Cluster
 	m, err := d.Membership()
 	if err != nil {
-		return nil, err
+		return pki.Hosts{}, err
 	}
 	if m == nil && !c.Init && c.Join == "" {
-		return nil, nil
+		return hosts, nil
 	}
 	peerURL, err := o.peerURL()
 	if err != nil {
-		return nil, err
+		return pki.Hosts{}, err
 	}
 	logger := klog.FromContext(ctx)
 	switch {
 	case m != nil:
 		if c.Join != "" {
-			logger.Info("The data dir's etcd member joined its cluster already; --join and --token are ignored", "member", m.Name)
+			logger.Info("The data dir's etcd member joined its cluster already; --join and its token are ignored", "member", m.Name)
 		}
 		if m.PeerURL != peerURL {
-			logger.Info("The advertised address changed; the member's peer URL follows it", "member", m.Name, "old", m.PeerURL, "new", peerURL)
-			m.PeerURL = peerURL
-			if err := d.SetMembership(*m); err != nil {
-				return nil, err
+			if onLoopback(peerURL) && !onLoopback(m.PeerURL) {
+				// Started without its address (--bind-address defaults to
+				// loopback): moving there would cut it off from its peers.
+				logger.Info("Keeping the member's peer URL: the advertised address is on loopback, where its peers cannot reach it; give --advertise-address or --bind-address to change it", "member", m.Name, "peerURL", m.PeerURL, "advertised", peerURL)
+			} else {
+				logger.Info("The advertised address changed; the member's peer URL follows it", "member", m.Name, "old", m.PeerURL, "new", peerURL)
+				m.PeerURL = peerURL
+				if err := d.SetMembership(*m); err != nil {
+					return pki.Hosts{}, err
+				}
 			}
 		}
+		peerURL = m.PeerURL
 	case c.Init:
+		if onLoopback(peerURL) {
+			logger.Info("The etcd member listens for peers on loopback: only servers on this machine can join; give --bind-address (or --advertise-address) for others", "peerURL", peerURL)
+		}
 		if err := d.SetMembership(datadir.Membership{Name: newMemberName(), PeerURL: peerURL}); err != nil {
-			return nil, err
+			return pki.Hosts{}, err
 		}
 	default:
 		if err := o.join(ctx, d, peerURL); err != nil {
-			return nil, err
+			return pki.Hosts{}, err
 		}
 	}
-	ip, _ := o.advertisedAddress()
-	return []string{ip.String()}, nil
+	u, err := url.Parse(peerURL)
+	if err != nil {
+		return pki.Hosts{}, err
+	}
+	hosts.EtcdPeer = []string{u.Hostname()}
+	return hosts, nil
+}
+
+func onLoopback(peerURL string) bool {
+	u, err := url.Parse(peerURL)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(u.Hostname())
+	return ip != nil && ip.IsLoopback()
 }
 
 // join has the data dir's member added to the cluster of --join.
@@ -167,9 +215,14 @@ func (o *Options) join(ctx context.Context, d *datadir.Dir, peerURL string) erro
 	} else if has {
 		return fmt.Errorf("--join: data dir %s holds an etcd member already, of a server that ran alone or of another cluster; a server joins only with a fresh --data-dir (or drop --join to run it on its own data)", d.Path)
 	}
-	token, err := jointoken.Parse(c.Token)
+	token, err := c.joinToken()
 	if err != nil {
-		return fmt.Errorf("--token: %w", err)
+		return err
+	}
+	// Before the cluster adds a member: a data dir of another cluster
+	// would be refused only once the member was added.
+	if err := checkCA(filepath.Join(d.PKIDir(), "ca.crt"), token.CAHash); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("--join: %w: this data dir belongs to another cluster; join with a new --data-dir", err)
 	}
 	name := newMemberName()
 	start := time.Now()
@@ -177,11 +230,14 @@ func (o *Options) join(ctx context.Context, d *datadir.Dir, peerURL string) erro
 	if err != nil {
 		return err
 	}
+	if err := checkCAData(resp.Credentials["ca.crt"], token.CAHash); err != nil {
+		return fmt.Errorf("--join: the cluster's answer: %w", err)
+	}
 	if err := pki.WriteShared(d.PKIDir(), resp.Credentials); err != nil {
 		return fmt.Errorf("--join: %w", err)
 	}
 	if len(resp.EncryptionConfig) > 0 {
-		if err := os.WriteFile(filepath.Join(d.Path, encryptionConfigName), resp.EncryptionConfig, 0o600); err != nil {
+		if err := d.SetEncryptionConfig(resp.EncryptionConfig); err != nil {
 			return fmt.Errorf("writing the cluster's encryption configuration: %w", err)
 		}
 	}
@@ -189,6 +245,29 @@ func (o *Options) join(ctx context.Context, d *datadir.Dir, peerURL string) erro
 		return err
 	}
 	klog.FromContext(ctx).Info("Joined the cluster as a learner; the member starts and catches up", "server", c.Join, "member", name, "memberID", resp.MemberID, "duration", time.Since(start))
+	return nil
+}
+
+// checkCA checks that the CA certificate in file is the one the token pins.
+func checkCA(file, caHash string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if err := checkCAData(data, caHash); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return nil
+}
+
+func checkCAData(data []byte, caHash string) error {
+	certs, err := certutil.ParseCertsPEM(data)
+	if err != nil {
+		return fmt.Errorf("no CA certificate: %w", err)
+	}
+	if got := jointoken.CAHash(certs[0]); got != caHash {
+		return fmt.Errorf("the CA's hash is %s, and the token pins %s", got, caHash)
+	}
 	return nil
 }
 
@@ -208,6 +287,9 @@ func newMemberName() string {
 	return host + "-" + hex.EncodeToString(suffix)
 }
 
+// joinTokenCacheTTL is how long an answer of the join-token authenticator is kept.
+const joinTokenCacheTTL = 10 * time.Second
+
 // joinTokenAuthenticator authenticates join tokens, ahead of the other
 // authenticators, and hands the token on to the join handler in the
 // request's context (etcdcluster.WithToken): the authentication filter
@@ -217,7 +299,10 @@ func joinTokenAuthenticator(loopback *rest.Config, next authenticator.Request) (
 	if err != nil {
 		return nil, err
 	}
-	tokens := jointoken.NewAuthenticator(client)
+	// A token-shaped bearer costs a Secret lookup; anybody can send one.
+	// Answers are cached briefly, as upstream caches webhook token
+	// reviews; the join handler checks the token again when it uses it.
+	tokens := tokencache.New(jointoken.NewAuthenticator(client), true, joinTokenCacheTTL, joinTokenCacheTTL)
 	join := authenticator.RequestFunc(func(req *http.Request) (*authenticator.Response, bool, error) {
 		credential, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
 		if !ok {
@@ -240,12 +325,12 @@ const clusterStatusInterval = 10 * time.Second
 
 // installCluster serves what the servers of a cluster need of each other:
 // jointoken.JoinPath (servers join with a token) and
-// etcdcluster.MembersPath (the members, for admins to see and remove). It
-// returns the client of the local member they use, for Run to close.
-func (c CompletedConfig) installCluster(mux *mux.PathRecorderMux) (*clientv3.Client, *etcdcluster.Members, error) {
+// etcdcluster.MembersPath (the members, for admins to see and remove). The
+// client of the local member they use is Run's to close.
+func (c CompletedConfig) installCluster(mux *mux.PathRecorderMux) (*clusterParts, error) {
 	kube, err := kubernetes.NewForConfig(c.APIs.ControlPlane.Generic.LoopbackClientConfig)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	etcd := c.EmbeddedEtcd.Client()
 	mux.Handle(jointoken.JoinPath, &etcdcluster.JoinHandler{
@@ -257,17 +342,29 @@ func (c CompletedConfig) installCluster(mux *mux.PathRecorderMux) (*clientv3.Cli
 	members := etcdcluster.NewMembers(etcd, kube, c.Options.Membership.Name)
 	mux.Handle(etcdcluster.MembersPath, members.Handler())
 	mux.HandlePrefix(etcdcluster.MembersPath+"/", members.Handler())
-	return etcd, members, nil
+	return &clusterParts{etcd: etcd, members: members, apiServerURL: c.advertisedURL()}, nil
+}
+
+// advertisedURL is where the other servers and their admins reach this
+// server's API: on --advertise-address if set, else as URL says.
+func (c CompletedConfig) advertisedURL() string {
+	ss := c.Options.ControlPlane.SecureServing
+	host := "127.0.0.1"
+	if ip := c.Options.ControlPlane.GenericServerRunOptions.AdvertiseAddress; ip != nil && !ip.IsUnspecified() {
+		host = ip.String()
+	} else if ss.BindAddress != nil && !ss.BindAddress.IsUnspecified() {
+		host = ss.BindAddress.String()
+	}
+	return "https://" + net.JoinHostPort(host, strconv.Itoa(ss.BindPort))
 }
 
 // runCluster promotes joining members while this server's member leads,
 // and reports its member's status once the server is ready, until ctx is
-// done.
+// done. (The handlers' client stays open until the API has stopped.)
 func (s *Server) runCluster(ctx context.Context) {
 	if s.cluster == nil {
 		return
 	}
-	defer s.cluster.etcd.Close() //nolint:errcheck // in process
 	etcd := s.config.EmbeddedEtcd
 	promoter := &etcdcluster.Promoter{Etcd: s.cluster.etcd, IsLeader: etcd.IsLeader, LearnerTimeout: s.config.Options.EmbeddedEtcd.Cluster.LearnerTimeout}
 	done := make(chan struct{})
@@ -277,7 +374,7 @@ func (s *Server) runCluster(ctx context.Context) {
 	}()
 	select {
 	case <-s.ready:
-		s.cluster.members.RunStatusReporter(ctx, s.url, clusterStatusInterval)
+		s.cluster.members.RunStatusReporter(ctx, s.cluster.apiServerURL, clusterStatusInterval)
 	case <-ctx.Done():
 	}
 	<-done

@@ -258,12 +258,10 @@ func (o *Options) PrepareDataDir(ctx context.Context) (*datadir.Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	hosts := pki.Hosts{Serving: o.servingHosts()}
-	if o.Embedded() {
-		if hosts.EtcdPeer, err = o.prepareMembership(ctx, d); err != nil {
-			d.Close()
-			return nil, err
-		}
+	hosts, err := o.PrepareMembership(ctx, d)
+	if err != nil {
+		d.Close()
+		return nil, err
 	}
 	if err := d.EnsurePKI(hosts); err != nil {
 		d.Close()
@@ -364,7 +362,7 @@ func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 		}
 		cp.Etcd.StorageConfig.Transport.ServerList = []string{"unix://" + c.DataDir.EtcdSocket}
 		// A joined server encrypts as its cluster does (join).
-		if encryption := filepath.Join(c.DataDir.Path, encryptionConfigName); cp.Etcd.EncryptionProviderConfigFilepath == "" && regularFile(encryption) {
+		if encryption := c.DataDir.EncryptionConfig(); cp.Etcd.EncryptionProviderConfigFilepath == "" && encryption != "" {
 			cp.Etcd.EncryptionProviderConfigFilepath = encryption
 		}
 	}
@@ -521,10 +519,7 @@ func (c CompletedOptions) StartEtcd(ctx context.Context) (*embeddedetcd.Server, 
 	return c.DataDir.StartEtcd(ctx, datadir.EtcdSettings{
 		QuotaBackendBytes: c.EmbeddedEtcd.QuotaBackendBytes,
 		LogLevel:          c.EmbeddedEtcd.LogLevel,
+		// A joining member may catch up for as long as the cluster lets it.
+		ClusterReadyTimeout: c.EmbeddedEtcd.Cluster.LearnerTimeout,
 	})
-}
-
-func regularFile(path string) bool {
-	info, err := os.Stat(path)
-	return err == nil && info.Mode().IsRegular()
 }

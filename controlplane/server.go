@@ -53,9 +53,12 @@ type Server struct {
 
 // clusterParts are the cluster's handlers' state.
 type clusterParts struct {
-	// etcd is a client of the local member.
+	// etcd is a client of the local member; run closes it once the API
+	// has stopped.
 	etcd    *clientv3.Client
 	members *etcdcluster.Members
+	// apiServerURL is where the other servers reach this one's API.
+	apiServerURL string
 }
 
 // preparedAPIs is the server chain prepared to run (upstream's type is
@@ -98,14 +101,12 @@ func (c CompletedConfig) newServer(chain *aggregatorapiserver.APIAggregator, cor
 	case opts.EmbeddedEtcd != nil && opts.Membership == nil:
 		chain.GenericAPIServer.Handler.NonGoRestfulMux.Handle(jointoken.JoinPath, etcdcluster.RunsAloneHandler())
 	case opts.Membership != nil:
-		etcd, members, err := c.installCluster(chain.GenericAPIServer.Handler.NonGoRestfulMux)
-		if err != nil {
+		if cluster, err = c.installCluster(chain.GenericAPIServer.Handler.NonGoRestfulMux); err != nil {
 			return nil, err
 		}
-		cluster = &clusterParts{etcd: etcd, members: members}
 		defer func() {
 			if err != nil {
-				etcd.Close() //nolint:errcheck // in process
+				cluster.etcd.Close() //nolint:errcheck // in process
 			}
 		}()
 	}
@@ -211,6 +212,9 @@ func (s *Server) Run(ctx context.Context) error {
 
 func (s *Server) run(ctx context.Context) error {
 	defer s.listener.release()
+	if s.cluster != nil {
+		defer s.cluster.etcd.Close() //nolint:errcheck // in process
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 

@@ -53,7 +53,8 @@ type Config struct {
 	PeerTrustedCAFile string
 	// QuotaBackendBytes is the database size at which etcd stops accepting writes.
 	QuotaBackendBytes int64
-	// ReadyTimeout bounds WaitReady.
+	// ReadyTimeout bounds WaitReady: for a member of a cluster, the wait
+	// for a quorum and, for a member that joins, for its promotion.
 	ReadyTimeout time.Duration
 	// LogLevel of etcd's own zap logger ("warn" unless set).
 	LogLevel string
@@ -262,6 +263,9 @@ func (s *Server) WaitReady(ctx context.Context) error {
 	case <-s.Stopped():
 		return fmt.Errorf("embedded etcd in %s stopped before becoming ready", s.cfg.DataDir)
 	case <-timer.C:
+		if s.cfg.clustered() {
+			return fmt.Errorf("embedded etcd in %s was not ready after %s: a member of a cluster serves once it is part of a quorum; are enough of its peers running, and reachable on their peer URLs? (\"sample-generic-controlplane cluster members\" on a server of the cluster shows them)", s.cfg.DataDir, s.cfg.ReadyTimeout)
+		}
 		return fmt.Errorf("embedded etcd in %s was not ready after %s; is the disk very slow or the data dir damaged?", s.cfg.DataDir, s.cfg.ReadyTimeout)
 	case <-ctx.Done():
 		return ctx.Err()

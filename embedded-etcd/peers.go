@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -104,7 +105,9 @@ func (cfg Config) askPeers(ctx context.Context) ([]peerAnswer, error) {
 			}
 			a := peerAnswer{name: m.Name, peerURL: m.PeerURLs[0]}
 			for _, o := range theirs {
-				a.countsUs = a.countsUs || o.Name == cfg.Name
+				// By name, or, for a member killed before it announced
+				// its name, by peer URL.
+				a.countsUs = a.countsUs || o.Name == cfg.Name || slices.Contains(o.PeerURLs, cfg.PeerURL)
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -45,15 +45,15 @@ func RestoreSnapshot(path, dataDir string) (SnapshotStatus, error) {
 			ErrNewerStorageVersion, path, stored.Major, stored.Minor, version.Version)
 	}
 	// The restored member is alone in a new cluster, whatever cluster the
-	// snapshot came from: a token of its own gives the cluster and the
-	// member IDs no other has, so that members of the old cluster, which
-	// share its peer CA, are refused as strangers rather than taken for
-	// peers (etcd derives both IDs from the token).
+	// snapshot came from. Its cluster token, new as every new cluster's
+	// (memberConfig), gives the cluster and the member IDs no other has, so
+	// that members of the old cluster, which share its peer CA, are refused
+	// as strangers rather than taken for peers (etcd derives both IDs from
+	// the token).
 	member, err := Config{}.memberConfig()
 	if err != nil {
 		return SnapshotStatus{}, err
 	}
-	member.InitialClusterToken = newClusterToken()
 	var peerURLs []string
 	for _, u := range member.AdvertisePeerUrls {
 		peerURLs = append(peerURLs, u.String())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -15,6 +16,10 @@ import (
 type EtcdSettings struct {
 	QuotaBackendBytes int64
 	LogLevel          string
+	// ClusterReadyTimeout bounds how long a member of a cluster of servers
+	// waits for a quorum (and for its promotion, when it joins) before the
+	// start fails; zero is embeddedetcd's default.
+	ClusterReadyTimeout time.Duration
 }
 
 // StartEtcd starts the embedded etcd member of the data dir, with the data
@@ -48,6 +53,7 @@ func (d *Dir) StartEtcd(ctx context.Context, s EtcdSettings) (*embeddedetcd.Serv
 	}
 	if membership != nil {
 		cfg.Name, cfg.PeerURL, cfg.InitialCluster = membership.Name, membership.PeerURL, membership.InitialCluster
+		cfg.ReadyTimeout = s.ClusterReadyTimeout
 	}
 	member, err := embeddedetcd.Start(cfg)
 	if errors.Is(err, embeddedetcd.ErrNotAMember) {

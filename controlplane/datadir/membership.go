@@ -10,9 +10,14 @@ import (
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
 
-// membershipName is the file that makes the embedded member one of a
-// cluster of servers.
-const membershipName = "etcd-member.json"
+const (
+	// membershipName is the file that makes the embedded member one of a
+	// cluster of servers.
+	membershipName = "etcd-member.json"
+	// encryptionConfigName is the cluster's encryption configuration, on
+	// a server that joined a cluster that has one.
+	encryptionConfigName = "encryption-config.yaml"
+)
 
 // Membership is the embedded etcd member's place in a cluster of servers,
 // kept in <data-dir>/etcd-member.json. A data dir without it holds a
@@ -37,6 +42,22 @@ func (d *Dir) Membership() (*Membership, error) {
 // SetMembership records the member's place in a cluster, synced to disk.
 func (d *Dir) SetMembership(m Membership) error {
 	return writeMembership(d.Path, m)
+}
+
+// EncryptionConfig is the path of the encryption configuration the
+// server received when it joined its cluster; empty when it has none.
+func (d *Dir) EncryptionConfig() string {
+	path := filepath.Join(d.Path, encryptionConfigName)
+	if info, err := os.Stat(path); err != nil || !info.Mode().IsRegular() {
+		return ""
+	}
+	return path
+}
+
+// SetEncryptionConfig keeps the cluster's encryption configuration, synced
+// to disk, readable by the owner alone.
+func (d *Dir) SetEncryptionConfig(data []byte) error {
+	return writeFileSynced(filepath.Join(d.Path, encryptionConfigName), data, 0o600)
 }
 
 func readMembership(dataDir string) (*Membership, error) {

@@ -1,7 +1,3 @@
-// Package etcdcluster makes the embedded etcd members of several servers
-// one cluster: a server joins with a token (Join, JoinHandler), the cluster
-// promotes its member once it has caught up (Promoter), and members can be
-// seen and removed.
 package etcdcluster
 
 import (
@@ -66,9 +62,16 @@ func (r JoinRequest) Validate() error {
 	return nil
 }
 
-// JoinTimeout bounds how long a join request waits for the joins before it
-// (one learner at a time) and for the cluster to add its member.
+// JoinTimeout bounds how long a joining server keeps asking while the
+// cluster is busy with the joins before its own (one learner at a time),
+// or cannot be reached.
 const JoinTimeout = 2 * time.Minute
+
+// waitPerRequest bounds how long one join request waits for its turn
+// before it answers 503 and the joining server asks again: well within
+// the API server's deadline for requests that are not long-running
+// (--request-timeout, 60 s).
+const waitPerRequest = 20 * time.Second
 
 // learnerWaitPoll is how often a waiting join looks whether the learner
 // before it was promoted.
@@ -89,9 +92,10 @@ type JoinHandler struct {
 	// EncryptionConfigFile is --encryption-provider-config, if set.
 	EncryptionConfigFile string
 
-	// mu serialises the joins this server handles; etcd's limit of one
-	// learner serialises them across servers.
-	mu sync.Mutex
+	// turn, a one-slot semaphore, serialises the joins this server
+	// handles; etcd's limit of one learner serialises them across servers.
+	turn chan struct{}
+	once sync.Once
 }
 
 func (h *JoinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -173,24 +177,40 @@ func (h *JoinHandler) join(ctx context.Context, id, secret string, req JoinReque
 		}
 	}
 
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if code, err := h.waitForTurn(ctx, req); err != nil {
+	h.once.Do(func() { h.turn = make(chan struct{}, 1) })
+	waitCtx, cancel := context.WithTimeout(ctx, waitPerRequest)
+	defer cancel()
+	select {
+	case h.turn <- struct{}{}:
+		defer func() { <-h.turn }()
+	case <-waitCtx.Done():
+		return nil, http.StatusServiceUnavailable, errAnotherJoin
+	}
+	if code, err := h.waitForTurn(waitCtx, req); err != nil {
+		return nil, code, err
+	}
+	added, err := h.addLearner(waitCtx, req.PeerURL)
+	if err != nil {
+		return nil, http.StatusServiceUnavailable, fmt.Errorf("adding the member to the etcd cluster: %w", err)
+	}
+	// The token is used once the member is in: a join that failed before
+	// leaves it as it was. Whatever fails from here on takes the member
+	// out again, so that it holds no learner's place.
+	undo := func(code int, err error) (*JoinResponse, int, error) {
+		if _, removeErr := h.Etcd.MemberRemove(context.WithoutCancel(ctx), added.Member.ID); removeErr != nil {
+			klog.FromContext(ctx).Error(removeErr, "Cannot take out the member of a failed join; the promoter removes it after --etcd-learner-timeout", "memberID", strconv.FormatUint(added.Member.ID, 16))
+		}
 		return nil, code, err
 	}
 	if _, err := h.Tokens.Use(ctx, id, secret, jointoken.UsageJoin); err != nil {
 		if errors.Is(err, jointoken.ErrInvalid) {
-			return nil, http.StatusUnauthorized, err
+			return undo(http.StatusUnauthorized, err)
 		}
-		return nil, http.StatusInternalServerError, err
-	}
-	added, err := h.addLearner(ctx, req.PeerURL)
-	if err != nil {
-		return nil, http.StatusServiceUnavailable, fmt.Errorf("adding the member to the etcd cluster: %w; create a new token and join again", err)
+		return undo(http.StatusInternalServerError, err)
 	}
 	initial, err := initialCluster(added, req.Name)
 	if err != nil {
-		return nil, http.StatusInternalServerError, err
+		return undo(http.StatusInternalServerError, err)
 	}
 	return &JoinResponse{
 		MemberID:         strconv.FormatUint(added.Member.ID, 16),
@@ -222,7 +242,7 @@ func (h *JoinHandler) waitForTurn(ctx context.Context, req JoinRequest) (int, er
 				if _, err := h.Etcd.MemberRemove(ctx, m.ID); err != nil {
 					return http.StatusServiceUnavailable, fmt.Errorf("removing the unstarted learner %x of an earlier join at %s: %w", m.ID, req.PeerURL, err)
 				}
-			case samePeer || slices.Contains(m.PeerURLs, req.PeerURL):
+			case slices.Contains(m.PeerURLs, req.PeerURL):
 				return http.StatusConflict, fmt.Errorf("member %q has peer URL %s already; remove it first (sample-generic-controlplane cluster remove %s) or join from another address", m.Name, req.PeerURL, m.Name)
 			case m.Name == req.Name:
 				return http.StatusConflict, fmt.Errorf("a member named %q is in the cluster already; remove it first (sample-generic-controlplane cluster remove %s) or join with a new --data-dir", m.Name, m.Name)
@@ -239,16 +259,22 @@ func (h *JoinHandler) waitForTurn(ctx context.Context, req JoinRequest) (int, er
 		}
 		select {
 		case <-ctx.Done():
-			return http.StatusServiceUnavailable, errors.New("another member was still joining when this join gave up waiting: see \"sample-generic-controlplane cluster members\"; try again later")
+			return http.StatusServiceUnavailable, errAnotherJoin
 		case <-time.After(learnerWaitPoll):
 		}
 	}
 }
 
+// errAnotherJoin: the joining server asks again (503).
+var errAnotherJoin = errors.New("another member is joining; the cluster admits one at a time (see \"sample-generic-controlplane cluster members\")")
+
 // addLearner adds the member as a learner, waiting while another server's
-// join holds etcd's one learner place, and while etcd finds the cluster
-// unhealthy: it adds members only once every voter has been connected for
-// a few seconds, which a member promoted a moment ago has not.
+// join holds etcd's one learner place, while etcd finds the cluster
+// unhealthy (it adds members only once every voter has been connected for
+// a few seconds, which a member promoted a moment ago has not), while the
+// cluster elects a leader, and while etcd would give the member the ID of
+// one removed in the same second (it derives IDs from the peer URL and the
+// time in seconds, and refuses a removed ID: "member not found").
 func (h *JoinHandler) addLearner(ctx context.Context, peerURL string) (*clientv3.MemberAddResponse, error) {
 	for {
 		resp, err := h.Etcd.MemberAddAsLearner(ctx, []string{peerURL})
@@ -256,7 +282,9 @@ func (h *JoinHandler) addLearner(ctx context.Context, peerURL string) (*clientv3
 			return resp, nil
 		}
 		switch rpctypes.ErrorDesc(err) {
-		case rpctypes.ErrorDesc(rpctypes.ErrGRPCTooManyLearners), rpctypes.ErrorDesc(rpctypes.ErrGRPCUnhealthy):
+		case rpctypes.ErrorDesc(rpctypes.ErrGRPCTooManyLearners), rpctypes.ErrorDesc(rpctypes.ErrGRPCUnhealthy),
+			rpctypes.ErrorDesc(rpctypes.ErrGRPCTimeout), rpctypes.ErrorDesc(rpctypes.ErrGRPCNoLeader), rpctypes.ErrorDesc(rpctypes.ErrGRPCLeaderChanged),
+			rpctypes.ErrorDesc(rpctypes.ErrGRPCMemberNotFound):
 		default:
 			return nil, err
 		}

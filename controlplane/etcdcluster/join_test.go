@@ -233,7 +233,7 @@ func TestJoinHandler(t *testing.T) {
 	// here) and gives up at its deadline, its token unused.
 	second := s.token(t, true)
 	w = s.join(t, second, JoinRequest{Name: "server-3", PeerURL: "https://127.0.0.3:2380"}, time.Second)
-	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "still joining") {
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "another member is joining") {
 		t.Errorf("second join: %d %s, want 503 saying it waited", w.Code, w.Body)
 	}
 	if got := s.learners(t); len(got) != 1 {

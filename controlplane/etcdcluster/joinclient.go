@@ -20,10 +20,6 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/jointoken"
 )
 
-// joinRetryTimeout is how long Join keeps trying a server it cannot reach
-// (e.g. one that is still starting) or that is busy.
-const joinRetryTimeout = 30 * time.Second
-
 // Join asks the server at serverURL (https://HOST:PORT) to add a member to
 // its cluster. It verifies the server against the CA the token pins before
 // it sends the token, and retries while the server cannot be reached or is
@@ -42,8 +38,9 @@ func Join(ctx context.Context, serverURL string, token jointoken.Token, req Join
 	}
 	client := &http.Client{
 		Transport: &http.Transport{TLSClientConfig: pinnedTLSConfig(u.Hostname(), token.CAHash), Proxy: http.ProxyFromEnvironment},
-		// The server holds a join while another one's member catches up.
-		Timeout: JoinTimeout + 10*time.Second,
+		// The server holds a join while another one's member catches up,
+		// within the API server's deadline for a request.
+		Timeout: 90 * time.Second,
 	}
 	defer client.CloseIdleConnections()
 	endpoint := u.JoinPath(jointoken.JoinPath).String()
@@ -61,7 +58,7 @@ func Join(ctx context.Context, serverURL string, token jointoken.Token, req Join
 			return true, nil
 		case !retry:
 			return false, lastErr
-		case time.Since(start) > joinRetryTimeout:
+		case time.Since(start) > JoinTimeout:
 			return false, lastErr
 		}
 		logger.V(1).Info("Join not answered yet; retrying", "server", serverURL, "err", lastErr)

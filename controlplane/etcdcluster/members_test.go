@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 func TestList(t *testing.T) {
@@ -24,13 +25,16 @@ func TestList(t *testing.T) {
 	}
 	leader := c.leader(ctx)
 
-	// Every member sees the same list.
+	// Every member sees the same list, once it has applied the addition
+	// (a member answers from what it has applied, without the quorum).
 	for _, m := range c.members {
-		got, err := m.members.List(ctx)
+		var got []MemberStatus
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			var err error
+			got, err = m.members.List(ctx)
+			return err == nil && len(got) == 4, nil
+		})
 		if err != nil {
-			t.Fatalf("List from %s: %v", m.name, err)
-		}
-		if len(got) != 4 {
 			t.Fatalf("List from %s: %d members, want 4: %+v", m.name, len(got), got)
 		}
 		for i, s := range got[:3] {

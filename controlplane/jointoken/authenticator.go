@@ -34,9 +34,12 @@ func newAuthenticator(s *Store) authenticator.Token {
 		if err != nil {
 			return nil, false, err
 		}
+		// Not in system:authenticated: what is granted to every
+		// authenticated user (discovery, say, or what an admin binds to
+		// that group) is not for a token that only joins.
 		return &authenticator.Response{User: &user.DefaultInfo{
 			Name:   UserPrefix + id,
-			Groups: []string{Group, user.AllAuthenticated},
+			Groups: []string{Group},
 		}}, true, nil
 	})
 }

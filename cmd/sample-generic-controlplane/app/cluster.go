@@ -216,9 +216,16 @@ func (o *clusterOptions) remove(ctx context.Context, out, errOut io.Writer, name
 	defer cancel()
 	err = removeMember(ctx, config, name, force)
 	leaderURL, notLeader := leaderAPIServer(err)
+	if notLeader && leaderURL != "" && (config.Insecure || (len(config.CAData) == 0 && config.CAFile == "")) {
+		// The URL comes from a status report any writer of Leases in
+		// kube-system could have set: send credentials there only to a
+		// server the cluster's CA vouches for.
+		return fmt.Errorf("%s is the etcd leader; only its control plane (%s) can hand leadership over first, and the kubeconfig does not verify servers against a CA, so its credentials are not sent there: run the command with that server's kubeconfig", name, leaderURL)
+	}
 	if notLeader && leaderURL != "" {
 		// Admin credentials are valid on every server of the cluster:
-		// they share the CA.
+		// they share the CA, which the kubeconfig verifies the leader's
+		// server against.
 		fmt.Fprintf(errOut, "%s is the etcd leader; only its control plane can hand leadership over first: retrying through %s\n", name, leaderURL)
 		leader := rest.CopyConfig(config)
 		leader.Host = leaderURL

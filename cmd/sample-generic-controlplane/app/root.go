@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/component-base/logs"
 	"k8s.io/component-base/term"
 	"k8s.io/component-base/version/verflag"
+	"k8s.io/klog/v2"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
@@ -53,7 +55,7 @@ an admin kubeconfig that it prints when ready.`,
 				return err
 			}
 			defer flushLogs()
-			cliflag.PrintFlags(cmd.Flags())
+			printFlags(cmd.Flags())
 			return run(cmd.Context(), opts, cmd.OutOrStdout())
 		},
 	}
@@ -93,6 +95,19 @@ func run(ctx context.Context, opts *controlplane.Options, out io.Writer) error {
 	return controlplane.Serve(ctx, opts, func(server *controlplane.Server) {
 		printReady(out, server, time.Since(processStart))
 		restoreGC()
+	})
+}
+
+// printFlags logs every flag at -v=1, as upstream's cliflag.PrintFlags
+// does, but not the join token: until it is used or expires, it fetches
+// the cluster's keys.
+func printFlags(flags *pflag.FlagSet) {
+	flags.VisitAll(func(f *pflag.Flag) {
+		value := f.Value.String()
+		if f.Name == "token" && value != "" {
+			value = "<redacted>"
+		}
+		klog.V(1).Infof("FLAG: --%s=%q", f.Name, value)
 	})
 }
 
