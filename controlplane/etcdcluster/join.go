@@ -230,7 +230,7 @@ func (h *JoinHandler) waitForTurn(ctx context.Context, req JoinRequest) (int, er
 		}
 		select {
 		case <-ctx.Done():
-			return http.StatusServiceUnavailable, fmt.Errorf("another member was still joining after %s: see \"sample-generic-controlplane cluster members\"; try again later", JoinTimeout)
+			return http.StatusServiceUnavailable, errors.New("another member was still joining when this join gave up waiting: see \"sample-generic-controlplane cluster members\"; try again later")
 		case <-time.After(learnerWaitPoll):
 		}
 	}

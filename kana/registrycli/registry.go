@@ -122,18 +122,25 @@ const (
 // --timeout has passed.
 var errRegistryTimeout = errors.New("--timeout passed")
 
-// restConfig loads the kubeconfig as kubectl does: --kubeconfig when set,
-// else $KUBECONFIG, else ~/.kube/config (and, inside a pod, the pod's
-// service account).
+// restConfig loads --kubeconfig (RESTConfig).
 func (o *registryOptions) restConfig() (*rest.Config, error) {
+	return RESTConfig(o.kubeconfig)
+}
+
+// RESTConfig loads the kubeconfig as kubectl does: kubeconfig (the
+// --kubeconfig flag) when set, else $KUBECONFIG, else ~/.kube/config (and,
+// inside a pod, the pod's service account). Its errors name the flag and
+// what to write. The binary's other client commands (cluster) load theirs
+// with it too, so that every command finds the control plane alike.
+func RESTConfig(kubeconfig string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
+	rules.ExplicitPath = kubeconfig
 	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	switch {
 	case err == nil:
 		return config, nil
-	case o.kubeconfig != "":
-		return nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+	case kubeconfig != "":
+		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 	case clientcmd.IsEmptyConfig(err):
 		where := ""
 		if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
