@@ -95,21 +95,21 @@ type JoinHandler struct {
 
 func (h *JoinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		writeStatus(w, http.StatusMethodNotAllowed, "a join is a POST")
+		writeJoinStatus(w, http.StatusMethodNotAllowed, "a join is a POST")
 		return
 	}
 	id, secret, ok := h.tokenOf(r)
 	if !ok {
-		writeStatus(w, http.StatusForbidden, "only a join token may join; create one with \"sample-generic-controlplane token create\"")
+		writeJoinStatus(w, http.StatusForbidden, "only a join token may join; create one with \"sample-generic-controlplane token create\"")
 		return
 	}
 	var req JoinRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
-		writeStatus(w, http.StatusBadRequest, fmt.Sprintf("the join request is not JSON: %v", err))
+		writeJoinStatus(w, http.StatusBadRequest, fmt.Sprintf("the join request is not JSON: %v", err))
 		return
 	}
 	if err := req.Validate(); err != nil {
-		writeStatus(w, http.StatusBadRequest, err.Error())
+		writeJoinStatus(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), JoinTimeout)
@@ -120,7 +120,7 @@ func (h *JoinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp, code, err := h.join(ctx, id, secret, req)
 	if err != nil {
 		logger.Info("Join refused", "reason", err.Error())
-		writeStatus(w, code, err.Error())
+		writeJoinStatus(w, code, err.Error())
 		return
 	}
 	logger.Info("Member joined as a learner", "memberID", resp.MemberID)
@@ -278,8 +278,8 @@ func initialCluster(added *clientv3.MemberAddResponse, name string) (string, err
 	return strings.Join(entries, ","), nil
 }
 
-// writeStatus answers with a Status, as the API server does.
-func writeStatus(w http.ResponseWriter, code int, message string) {
+// writeJoinStatus answers a join with a Status, as the API server does.
+func writeJoinStatus(w http.ResponseWriter, code int, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(metav1.Status{ //nolint:errcheck // best effort
