@@ -53,9 +53,10 @@ type binaryRun struct {
 	stderr   *os.File
 	done     chan struct{} // closed when the process has exited
 	closeLog sync.Once
-	// killed is set by kill: the run ended because a test ended it, so
-	// Restart starts it again instead of reporting an unexpected exit.
-	killed bool
+	// killed is set by kill, and stopped by Stop: the run ended
+	// because a test ended it, so Restart starts it again instead of
+	// reporting an unexpected exit.
+	killed, stopped bool
 }
 
 func (p *binaryProvider) Start(ctx context.Context, spec Spec) (*Cluster, error) {
@@ -100,6 +101,8 @@ func (p *binaryProvider) Stop(ctx context.Context, c *Cluster) error {
 		r.kill()
 		return fmt.Errorf("waiting for the control plane to stop: %w", ctx.Err())
 	}
+	// Ended as asked, cleanly or not: Restart starts it again.
+	r.stopped = true
 	if code := r.cmd.ProcessState.ExitCode(); code != 0 {
 		return fmt.Errorf("control plane stopped by SIGTERM: %w", r.exitError(c))
 	}
@@ -107,7 +110,7 @@ func (p *binaryProvider) Stop(ctx context.Context, c *Cluster) error {
 }
 
 func (p *binaryProvider) Restart(ctx context.Context, c *Cluster) error {
-	if r, ok := c.impl.(*binaryRun); ok && r.killed {
+	if r, ok := c.impl.(*binaryRun); ok && (r.killed || r.stopped) {
 		return p.launch(ctx, c)
 	}
 	if err := p.Stop(ctx, c); err != nil {

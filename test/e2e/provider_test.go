@@ -34,8 +34,9 @@ type Provider interface {
 	// 0) in time.
 	Stop(ctx context.Context, c *Cluster) error
 	// Restart stops the control plane like Stop, then starts it again with
-	// the same data dir, port and flags. After Kill it only starts it
-	// again: that is how a spec brings back a control plane it crashed.
+	// the same data dir, port and flags. After Kill (or Stop) it only
+	// starts it again: that is how a spec brings back a control plane it
+	// crashed (or stopped).
 	Restart(ctx context.Context, c *Cluster) error
 	// Kill ends the control plane (one replica of it, c) at once, without
 	// asking. It is safe to call on a stopped control plane and more than
