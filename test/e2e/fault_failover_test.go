@@ -64,8 +64,8 @@ const churnPrefix = "churn-"
 // longer does; absent on a replica that never held it).
 var leadsOnLease = `leader_election_master_status{name="` + controllerslease.Name + `"} 1`
 
-// Two replicas on one etcd both serve, and exactly one, the holder of the
-// controllers' Lease, runs the controllers. When it is killed, the other
+// Replicas on one etcd all serve, and exactly one, the holder of the
+// controllers' Lease, runs the controllers. When it is killed, another
 // takes the Lease once it expires and collects garbage, deletes namespaces
 // and allocates NetworkClaims; meanwhile no two claims ever hold
 // overlapping prefixes, as a client watching them sees.
@@ -168,8 +168,9 @@ func TestFaultReplicaFailover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := leaderReplica(t, c.Replicas, cs, newHolder); got != other {
-			t.Errorf("the new Lease holder %s is replica %d, want %d, the one that stayed", newHolder, got, other)
+		// With more than two replicas, any of those that stayed may lead.
+		if got := leaderReplica(t, c.Replicas, cs, newHolder); got == leader {
+			t.Errorf("the new Lease holder %s is replica %d, the one killed", newHolder, got)
 		}
 		t.Logf("after the leader's kill: Lease taken over in %s; dependent collected in %s, namespace deleted in %s, new claim allocated in %s",
 			takeover.Round(time.Millisecond), collected.Round(time.Millisecond), nsDeleted.Round(time.Millisecond), allocated.Round(time.Millisecond))
@@ -186,27 +187,6 @@ func TestFaultReplicaFailover(t *testing.T) {
 				nsDeleted.Round(time.Millisecond), bound+namespaceDeletionDelay, failoverSlack, namespaceDeletionDelay)
 		}
 	})
-}
-
-// bothServe checks that each replica answers and reads what the others wrote.
-func bothServe(t *testing.T, replicas []*Cluster) {
-	t.Helper()
-	var names []string
-	for i, r := range replicas {
-		name := fmt.Sprintf("written-through-replica-%d", i)
-		if _, err := clientset(t, r).CoreV1().ConfigMaps("default").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("replica %d (%s): %v", i, r.URL, err)
-		}
-		names = append(names, name)
-	}
-	for i, r := range replicas {
-		cms := clientset(t, r).CoreV1().ConfigMaps("default")
-		for _, name := range names {
-			if _, err := cms.Get(t.Context(), name, metav1.GetOptions{}); err != nil {
-				t.Errorf("replica %d (%s) does not read ConfigMap %s: %v", i, r.URL, name, err)
-			}
-		}
-	}
 }
 
 // leaderReplica returns the index of the replica that holds the
