@@ -174,8 +174,8 @@ func TestFaultReplicaFailover(t *testing.T) {
 		}
 		t.Logf("after the leader's kill: Lease taken over in %s; dependent collected in %s, namespace deleted in %s, new claim allocated in %s",
 			takeover.Round(time.Millisecond), collected.Round(time.Millisecond), nsDeleted.Round(time.Millisecond), allocated.Round(time.Millisecond))
-		t.Logf("the observer checked %d events of %d churning claims: %d allocations of them (%d by the old leader), %d events of a claim waiting for another's prefix",
-			events, churn.created(), churnAllocated, allocatedBefore, conflicts)
+		t.Logf("the observer checked %d events of %d churning claims: %d allocations of them (%d by the old leader), %d events of a claim waiting for another's prefix; %d writes of the churn tried again after a server error",
+			events, churn.created(), churnAllocated, allocatedBefore, conflicts, churn.retries)
 		bound := leaseDuration + failoverSlack
 		for what, took := range map[string]time.Duration{"collected the dependent of a deleted owner": collected, "allocated a new NetworkClaim": allocated} {
 			if took > bound {
@@ -439,6 +439,28 @@ type claimChurn struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	n      int
+	// retries counts the creates and deletes tried again after a server
+	// error.
+	retries int
+}
+
+// retrying calls op, told whether it is a retry, until it succeeds, fails
+// with an error other than a server error, or ctx ends. A client retries server errors: where a
+// replica's death takes an etcd member with it (the joined provider), the
+// writes in flight while etcd elects a new leader fail with a timeout.
+func (c *claimChurn) retrying(ctx context.Context, op func(retry bool) error) error {
+	for retry := false; ; retry = true {
+		err := op(retry)
+		if err == nil || ctx.Err() != nil || !(apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || statusCode(err) >= http.StatusInternalServerError) {
+			return err
+		}
+		c.retries++
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(writeRetryDelay):
+		}
+	}
 }
 
 // churnClaims starts a claimChurn; it runs until stop or the test's end.
@@ -453,7 +475,14 @@ func churnClaims(t *testing.T, claims clientv1alpha1.NetworkClaimInterface) *cla
 			name := fmt.Sprintf("%s%03d", churnPrefix, i)
 			claim := &v1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: name},
 				Spec: v1alpha1.NetworkClaimSpec{AddressSpace: []v1alpha1.AddressSpaceRecord{{Prefix: churnPrefixes[i%len(churnPrefixes)]}}}}
-			if _, err := claims.Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+			err := c.retrying(ctx, func(retry bool) error {
+				_, err := claims.Create(ctx, claim, metav1.CreateOptions{})
+				if apierrors.IsAlreadyExists(err) && retry {
+					return nil // an attempt that failed was stored after all
+				}
+				return err
+			})
+			if err != nil {
 				if ctx.Err() == nil {
 					t.Errorf("creating NetworkClaim %s: %v", name, err)
 				}
@@ -462,7 +491,14 @@ func churnClaims(t *testing.T, claims clientv1alpha1.NetworkClaimInterface) *cla
 			c.n++
 			names = append(names, name)
 			if len(names) > live {
-				if err := claims.Delete(ctx, names[0], metav1.DeleteOptions{}); err != nil {
+				err := c.retrying(ctx, func(retry bool) error {
+					err := claims.Delete(ctx, names[0], metav1.DeleteOptions{})
+					if apierrors.IsNotFound(err) && retry {
+						return nil // as above
+					}
+					return err
+				})
+				if err != nil {
 					if ctx.Err() == nil {
 						t.Errorf("deleting NetworkClaim %s: %v", names[0], err)
 					}
