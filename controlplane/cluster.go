@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/request/union"
@@ -234,30 +235,50 @@ func joinTokenAuthenticator(loopback *rest.Config, next authenticator.Request) (
 	return union.New(join, next), nil
 }
 
-// installJoin serves jointoken.JoinPath: servers join this one's cluster.
-func (c CompletedConfig) installJoin(mux *mux.PathRecorderMux) error {
-	client, err := kubernetes.NewForConfig(c.APIs.ControlPlane.Generic.LoopbackClientConfig)
+// clusterStatusInterval is how often a server reports its member's status.
+const clusterStatusInterval = 10 * time.Second
+
+// installCluster serves what the servers of a cluster need of each other:
+// jointoken.JoinPath (servers join with a token) and
+// etcdcluster.MembersPath (the members, for admins to see and remove). It
+// returns the client of the local member they use, for Run to close.
+func (c CompletedConfig) installCluster(mux *mux.PathRecorderMux) (*clientv3.Client, *etcdcluster.Members, error) {
+	kube, err := kubernetes.NewForConfig(c.APIs.ControlPlane.Generic.LoopbackClientConfig)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
+	etcd := c.EmbeddedEtcd.Client()
 	mux.Handle(jointoken.JoinPath, &etcdcluster.JoinHandler{
-		Etcd:                 c.EmbeddedEtcd.Client(),
-		Tokens:               jointoken.NewStore(client),
+		Etcd:                 etcd,
+		Tokens:               jointoken.NewStore(kube),
 		PKIDir:               c.Options.DataDir.PKI.Dir,
 		EncryptionConfigFile: c.Options.ControlPlane.Etcd.EncryptionProviderConfigFilepath,
 	})
-	return nil
+	members := etcdcluster.NewMembers(etcd, kube, c.Options.Membership.Name)
+	mux.Handle(etcdcluster.MembersPath, members.Handler())
+	mux.HandlePrefix(etcdcluster.MembersPath+"/", members.Handler())
+	return etcd, members, nil
 }
 
 // runCluster promotes joining members while this server's member leads,
-// until ctx is done.
+// and reports its member's status once the server is ready, until ctx is
+// done.
 func (s *Server) runCluster(ctx context.Context) {
-	etcd := s.config.EmbeddedEtcd
-	if s.config.Options.Membership == nil || etcd == nil {
+	if s.cluster == nil {
 		return
 	}
-	client := etcd.Client()
-	defer client.Close() //nolint:errcheck // in process
-	promoter := &etcdcluster.Promoter{Etcd: client, IsLeader: etcd.IsLeader, LearnerTimeout: s.config.Options.EmbeddedEtcd.Cluster.LearnerTimeout}
-	promoter.Run(ctx)
+	defer s.cluster.etcd.Close() //nolint:errcheck // in process
+	etcd := s.config.EmbeddedEtcd
+	promoter := &etcdcluster.Promoter{Etcd: s.cluster.etcd, IsLeader: etcd.IsLeader, LearnerTimeout: s.config.Options.EmbeddedEtcd.Cluster.LearnerTimeout}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		promoter.Run(ctx)
+	}()
+	select {
+	case <-s.ready:
+		s.cluster.members.RunStatusReporter(ctx, s.url, clusterStatusInterval)
+	case <-ctx.Done():
+	}
+	<-done
 }

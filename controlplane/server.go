@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
@@ -20,6 +21,7 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdcluster"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/jointoken"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/pki"
 )
@@ -39,11 +41,21 @@ type Server struct {
 	// controllers reports each enabled controller's health; nil when the
 	// control plane runs none.
 	controllers *manager.Health
-	url         string
+	// cluster is what the servers of a cluster serve each other; nil for
+	// a server whose member runs alone.
+	cluster *clusterParts
+	url     string
 
 	ready   chan struct{}
 	stopped chan struct{}
 	err     error
+}
+
+// clusterParts are the cluster's handlers' state.
+type clusterParts struct {
+	// etcd is a client of the local member.
+	etcd    *clientv3.Client
+	members *etcdcluster.Members
 }
 
 // preparedAPIs is the server chain prepared to run (upstream's type is
@@ -73,16 +85,24 @@ func (c CompletedConfig) New() (*Server, error) {
 	return s, nil
 }
 
-func (c CompletedConfig) newServer(chain *aggregatorapiserver.APIAggregator, core *coreStorage) (*Server, error) {
+func (c CompletedConfig) newServer(chain *aggregatorapiserver.APIAggregator, core *coreStorage) (_ *Server, err error) {
 	opts := c.Options
 	// Readiness waits for each: e.g. the roles that let components use an
 	// added API exist before the server reports ready.
 	bootstraps := opts.Bootstraps
+	var cluster *clusterParts
 	if opts.Membership != nil {
 		bootstraps = append([]bootstrap.Bootstrap{jointoken.RBAC()}, bootstraps...)
-		if err := c.installJoin(chain.GenericAPIServer.Handler.NonGoRestfulMux); err != nil {
+		etcd, members, err := c.installCluster(chain.GenericAPIServer.Handler.NonGoRestfulMux)
+		if err != nil {
 			return nil, err
 		}
+		cluster = &clusterParts{etcd: etcd, members: members}
+		defer func() {
+			if err != nil {
+				etcd.Close() //nolint:errcheck // in process
+			}
+		}()
 	}
 	if opts.Controllers != nil {
 		if roles := bootstrap.ControllerRoles(opts.Controllers); len(roles.ClusterRoles) > 0 {
@@ -126,6 +146,7 @@ func (c CompletedConfig) newServer(chain *aggregatorapiserver.APIAggregator, cor
 		prepared:    prepared,
 		listener:    ss.Listener.(*servingListener),
 		controllers: health,
+		cluster:     cluster,
 		url:         "https://" + net.JoinHostPort(host, strconv.Itoa(ss.BindPort)),
 		ready:       make(chan struct{}),
 		stopped:     make(chan struct{}),

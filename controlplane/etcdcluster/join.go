@@ -21,6 +21,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/endpoints/request"
@@ -95,21 +96,21 @@ type JoinHandler struct {
 
 func (h *JoinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		writeJoinStatus(w, http.StatusMethodNotAllowed, "a join is a POST")
+		writeFailure(w, http.StatusMethodNotAllowed, "a join is a POST")
 		return
 	}
 	id, secret, ok := h.tokenOf(r)
 	if !ok {
-		writeJoinStatus(w, http.StatusForbidden, "only a join token may join; create one with \"sample-generic-controlplane token create\"")
+		writeFailure(w, http.StatusForbidden, "only a join token may join; create one with \"sample-generic-controlplane token create\"")
 		return
 	}
 	var req JoinRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
-		writeJoinStatus(w, http.StatusBadRequest, fmt.Sprintf("the join request is not JSON: %v", err))
+		writeFailure(w, http.StatusBadRequest, fmt.Sprintf("the join request is not JSON: %v", err))
 		return
 	}
 	if err := req.Validate(); err != nil {
-		writeJoinStatus(w, http.StatusBadRequest, err.Error())
+		writeFailure(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), JoinTimeout)
@@ -120,7 +121,7 @@ func (h *JoinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp, code, err := h.join(ctx, id, secret, req)
 	if err != nil {
 		logger.Info("Join refused", "reason", err.Error())
-		writeJoinStatus(w, code, err.Error())
+		writeFailure(w, code, err.Error())
 		return
 	}
 	logger.Info("Member joined as a learner", "memberID", resp.MemberID)
@@ -278,14 +279,32 @@ func initialCluster(added *clientv3.MemberAddResponse, name string) (string, err
 	return strings.Join(entries, ","), nil
 }
 
-// writeJoinStatus answers a join with a Status, as the API server does.
-func writeJoinStatus(w http.ResponseWriter, code int, message string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(metav1.Status{ //nolint:errcheck // best effort
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure,
-		Message:  message,
-		Code:     int32(code),
-	})
+// writeFailure answers with a Status, as the API server does.
+func writeFailure(w http.ResponseWriter, code int, message string) {
+	writeStatus(w, &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    int32(code),
+		Reason:  reasonForCode(code),
+		Message: message,
+	}})
+}
+
+// reasonForCode is the StatusReason the API server gives code.
+func reasonForCode(code int) metav1.StatusReason {
+	switch code {
+	case http.StatusUnauthorized:
+		return metav1.StatusReasonUnauthorized
+	case http.StatusForbidden:
+		return metav1.StatusReasonForbidden
+	case http.StatusBadRequest:
+		return metav1.StatusReasonBadRequest
+	case http.StatusConflict:
+		return metav1.StatusReasonConflict
+	case http.StatusServiceUnavailable:
+		return metav1.StatusReasonServiceUnavailable
+	case http.StatusMethodNotAllowed:
+		return metav1.StatusReasonMethodNotAllowed
+	default:
+		return metav1.StatusReasonInternalError
+	}
 }

@@ -64,11 +64,11 @@ func TestJoinPinsTheCAAndSaysWhyItFails(t *testing.T) {
 			srv, creds := tlsServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				n := int(requests.Add(1)) - 1
 				if r.URL.Path != jointoken.JoinPath || r.Header.Get("Authorization") != "Bearer abcdef.0123456789abcdefghijklmnopqrstuv" {
-					writeJoinStatus(w, http.StatusBadRequest, "unexpected request "+r.URL.Path)
+					writeFailure(w, http.StatusBadRequest, "unexpected request "+r.URL.Path)
 					return
 				}
 				if code := tc.statuses[n]; code != http.StatusOK {
-					writeJoinStatus(w, code, "conflict")
+					writeFailure(w, code, "conflict")
 					return
 				}
 				json.NewEncoder(w).Encode(JoinResponse{MemberID: "1", InitialCluster: "a=https://127.0.0.1:2380"}) //nolint:errcheck

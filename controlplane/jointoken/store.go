@@ -182,6 +182,10 @@ func (s *Store) List(ctx context.Context) ([]Info, error) {
 
 // Delete deletes the token id.
 func (s *Store) Delete(ctx context.Context, id string) error {
+	if strings.Contains(id, ".") {
+		// Not repeated: the secret follows the dot.
+		return fmt.Errorf("join token ID: give the ID alone, the %d characters before the dot, not the token; list them with `sample-generic-controlplane token list`", idLength)
+	}
 	if !validPart(id, idLength) {
 		return fmt.Errorf("join token ID %q: an ID is %d characters of a-z and 0-9, the part of the token before the dot; list them with `sample-generic-controlplane token list`", id, idLength)
 	}

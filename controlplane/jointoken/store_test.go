@@ -246,6 +246,7 @@ func TestDelete(t *testing.T) {
 		{name: "unknown", id: "nosuch", want: "join token nosuch not found; list them with `sample-generic-controlplane token list`"},
 		{name: "a secret of another type", id: "other1", want: "join token other1 not found"},
 		{name: "not an ID", id: "Token-1", want: `join token ID "Token-1": an ID is 6 characters of a-z and 0-9`},
+		{name: "a credential", id: "token1." + testSecret, want: "join token ID: give the ID alone, the 6 characters before the dot, not the token"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store, _, client, deletes := newTestStore(t,
@@ -255,8 +256,8 @@ func TestDelete(t *testing.T) {
 			)
 			err := store.Delete(context.Background(), tc.id)
 			if tc.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("Delete(%s): %v, want %q", tc.id, err, tc.want)
+				if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), testSecret) {
+					t.Fatalf("Delete(%s): %v, want %q (and not the secret)", tc.id, err, tc.want)
 				}
 				if len(deletes()) != 0 {
 					t.Errorf("Delete(%s) deleted something", tc.id)
