@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/jointoken"
 )
 
 // joined is the provider of the specs of servers that join.
@@ -55,10 +53,15 @@ func joinFlags(first *Cluster, token string) []string {
 	return []string{"--join=" + first.URL, "--token=" + token}
 }
 
-// createToken creates a join token on the cluster of s.
+// createToken creates a join token on the cluster of s with "token
+// create", for ttl, and for one use when singleUse.
 func createToken(t *testing.T, s *Cluster, ttl time.Duration, singleUse bool) string {
 	t.Helper()
-	token, err := createJoinToken(t.Context(), s, jointoken.CreateOptions{TTL: ttl, SingleUse: singleUse})
+	args := []string{"--ttl=" + ttl.String()}
+	if singleUse {
+		args = append(args, "--single-use")
+	}
+	token, err := joined().createJoinToken(t.Context(), s, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,10 +15,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/jointoken"
 )
 
 // joinedProvider runs a control plane highly available with nothing but the
@@ -88,7 +84,7 @@ func (p *joinedProvider) Start(ctx context.Context, spec Spec) (c *Cluster, err 
 		return nil, fmt.Errorf("server 0 (--cluster-init): %w", err)
 	}
 	jc.servers = append(jc.servers, first)
-	token, err := createJoinToken(ctx, first, jointoken.CreateOptions{TTL: joinTokenTTL, Description: "e2e provider joined"})
+	token, err := p.createJoinToken(ctx, first, "--ttl="+joinTokenTTL.String(), "--description=e2e provider joined")
 	if err != nil {
 		return nil, err
 	}
@@ -224,38 +220,19 @@ func (r *binaryRun) running() bool {
 	}
 }
 
-// createJoinToken creates a join token on the cluster of server s, with the
-// Go API of the token store (what "token create" does), and returns it in
-// its printed form, which pins the CA of s's kubeconfig.
-func createJoinToken(ctx context.Context, s *Cluster, o jointoken.CreateOptions) (string, error) {
-	cfg, err := clientcmd.LoadFromFile(s.Kubeconfig)
-	if err != nil {
-		return "", err
+// createJoinToken creates a join token on the cluster of server s with
+// "token create", as a user does, and returns it: it pins the cluster's CA.
+// args are further flags (--ttl, --single-use).
+func (p *joinedProvider) createJoinToken(ctx context.Context, s *Cluster, args ...string) (string, error) {
+	args = append([]string{"token", "create", "--kubeconfig=" + s.Kubeconfig}, args...)
+	ctx, cancel := context.WithTimeout(ctx, kubectlTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.binary.binary, args...)
+	killWithParent(cmd)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s: %w; stderr:\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	kctx := cfg.Contexts[cfg.CurrentContext]
-	if kctx == nil || cfg.Clusters[kctx.Cluster] == nil {
-		return "", fmt.Errorf("kubeconfig %s: current context %q names no cluster", s.Kubeconfig, cfg.CurrentContext)
-	}
-	block, _ := pem.Decode(cfg.Clusters[kctx.Cluster].CertificateAuthorityData)
-	if block == nil {
-		return "", fmt.Errorf("kubeconfig %s has no PEM certificate-authority-data", s.Kubeconfig)
-	}
-	ca, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return "", fmt.Errorf("kubeconfig %s: certificate-authority-data: %w", s.Kubeconfig, err)
-	}
-	restCfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: s.Kubeconfig}, nil).ClientConfig()
-	if err != nil {
-		return "", err
-	}
-	cs, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return "", err
-	}
-	token, _, err := jointoken.NewStore(cs).Create(ctx, jointoken.CAHash(ca), o)
-	if err != nil {
-		return "", fmt.Errorf("creating a join token on %s: %w", s.URL, err)
-	}
-	return token.String(), nil
+	return strings.TrimSpace(stdout.String()), nil
 }

@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/jointoken"
 	"sigs.k8s.io/sample-generic-controlplane/test/internal/controllerslease"
 )
 
@@ -257,12 +256,11 @@ func TestJoinedRefusedTokens(t *testing.T) {
 	p := joined()
 	dir := t.TempDir()
 	first := startServerOf(t, p, dir, 0, "--cluster-init")
-	valid, err := jointoken.Parse(createToken(t, first, time.Hour, false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrong := valid
-	wrong.Secret = strings.Repeat("x", len(valid.Secret))
+	// The right cluster's CA and token ID, a wrong secret: the token's
+	// form is sgcp::sha256:<CA hash>::<ID>.<secret>.
+	valid := createToken(t, first, time.Hour, false)
+	dot := strings.LastIndex(valid, ".")
+	wrong := valid[:dot+1] + strings.Repeat("x", len(valid)-dot-1)
 
 	expired := createToken(t, first, time.Second, false)
 	// The point: the token's TTL runs out before it is used.
@@ -273,7 +271,7 @@ func TestJoinedRefusedTokens(t *testing.T) {
 	t.Logf("server 1 joined with the single-use token")
 
 	for i, tc := range []struct{ name, token string }{
-		{"wrong secret", wrong.String()},
+		{"wrong secret", wrong},
 		{"expired", expired},
 		{"single-use, used already", used},
 	} {
@@ -390,4 +388,5 @@ func TestJoinedAddressChange(t *testing.T) {
 		members := clusterMembers(t, c)
 		return memberAt(members, newURL) != nil && memberAt(members, oldURL) == nil, nil
 	})
+	t.Logf("server 2 moved to %s: cluster members shows its peer URL %s, no longer %s", moved, newURL, oldURL)
 }
