@@ -186,8 +186,9 @@ func newAPIsConfig(o CompletedOptions, apiServerCount int) (*genericserver.Confi
 	if err := checkServed(genericConfig.MergedResourceConfig, opts.Admission.GenericAdmission); err != nil {
 		return nil, err
 	}
-	if o.Membership != nil {
-		// Servers join this one's cluster with join tokens.
+	if o.EmbeddedEtcd != nil {
+		// Servers join this one's cluster with join tokens (and are told
+		// to restart it with --cluster-init when its member runs alone).
 		if genericConfig.Authentication.Authenticator, err = joinTokenAuthenticator(genericConfig.LoopbackClientConfig, genericConfig.Authentication.Authenticator); err != nil {
 			return nil, err
 		}

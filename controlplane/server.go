@@ -91,8 +91,13 @@ func (c CompletedConfig) newServer(chain *aggregatorapiserver.APIAggregator, cor
 	// added API exist before the server reports ready.
 	bootstraps := opts.Bootstraps
 	var cluster *clusterParts
-	if opts.Membership != nil {
+	if opts.EmbeddedEtcd != nil {
 		bootstraps = append([]bootstrap.Bootstrap{jointoken.RBAC()}, bootstraps...)
+	}
+	switch {
+	case opts.EmbeddedEtcd != nil && opts.Membership == nil:
+		chain.GenericAPIServer.Handler.NonGoRestfulMux.Handle(jointoken.JoinPath, etcdcluster.RunsAloneHandler())
+	case opts.Membership != nil:
 		etcd, members, err := c.installCluster(chain.GenericAPIServer.Handler.NonGoRestfulMux)
 		if err != nil {
 			return nil, err

@@ -129,6 +129,14 @@ func (h *JoinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(resp) //nolint:errcheck // the joiner retries
 }
 
+// RunsAloneHandler answers a join on a server whose member runs alone,
+// listening for no peers: it says how to make it take joins.
+func RunsAloneHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeFailure(w, http.StatusConflict, "this server's etcd member runs alone and listens for no peers: restart the server with --cluster-init (it keeps its data), then join it")
+	})
+}
+
 // tokenOf returns the ID and secret of the join token the request was
 // authenticated with (WithToken).
 func (h *JoinHandler) tokenOf(r *http.Request) (id, secret string, ok bool) {
