@@ -4,8 +4,9 @@
 #   make test   unit, integration and the fast end-to-end specs on the inprocess
 #               and binary providers (what CI runs)
 #   make e2e    the whole end-to-end suite, fault specs included, on every provider:
-#               inprocess, binary, external-etcd (3 etcd members, 2 replicas) and
-#               external (a control plane reached only by its kubeconfig)
+#               inprocess, binary, external-etcd (3 etcd members, 2 replicas),
+#               joined (3 servers whose embedded members joined one etcd cluster)
+#               and external (a control plane reached only by its kubeconfig)
 #   make verify gofmt, go vet and go mod tidy of every module, generated code up to date
 #   make bench  start-up, idle memory, writes, lists, watches and controllers,
 #               beside upstream anchors; NetworkClaim allocation latency and the
@@ -74,7 +75,7 @@ test: build kubectl sample-apiserver
 # its kubeconfig alone.
 E2E_ENV := SGCP_BINARY=$(BINARY) SGCP_KUBECTL=$(KUBECTL) SGCP_ETCD=$(ETCD) SGCP_SAMPLE_APISERVER=$(SAMPLE_APISERVER)
 e2e: build kubectl sample-apiserver etcd
-	$(E2E_ENV) SGCP_E2E_PROVIDERS=inprocess,binary,external-etcd \
+	$(E2E_ENV) SGCP_E2E_PROVIDERS=inprocess,binary,external-etcd,joined \
 		$(GO) test -tags e2e -timeout $(E2E_TIMEOUT) -count=1 ./test/e2e/ $(E2E_ARGS)
 	$(E2E_ENV) $(GO) run ./hack/e2e-external -binary $(BINARY) -- \
 		$(GO) test -tags e2e -timeout $(E2E_TIMEOUT) -count=1 -run 'Test(Spec|Fault)' ./test/e2e/ $(E2E_ARGS)

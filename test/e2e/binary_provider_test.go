@@ -53,18 +53,19 @@ type binaryRun struct {
 	stderr   *os.File
 	done     chan struct{} // closed when the process has exited
 	closeLog sync.Once
-	// killed is set by kill: the run ended because a test ended it, so
-	// Restart starts it again instead of reporting an unexpected exit.
-	killed bool
+	// killed is set by kill, and stopped by Stop: the run ended
+	// because a test ended it, so Restart starts it again instead of
+	// reporting an unexpected exit.
+	killed, stopped bool
 }
 
 func (p *binaryProvider) Start(ctx context.Context, spec Spec) (*Cluster, error) {
-	c := &Cluster{WorkDir: spec.WorkDir, DataDir: spec.DataDir, Port: spec.Port, flags: spec.Flags}
+	c := &Cluster{WorkDir: spec.WorkDir, DataDir: spec.DataDir, Port: spec.Port, BindAddress: spec.BindAddress, flags: spec.Flags}
 	if c.DataDir == "" {
 		c.DataDir = filepath.Join(spec.WorkDir, "data")
 	}
 	if c.Port == 0 {
-		port, err := freePort()
+		port, err := freePortOn(c.bindAddress())
 		if err != nil {
 			return nil, err
 		}
@@ -100,6 +101,8 @@ func (p *binaryProvider) Stop(ctx context.Context, c *Cluster) error {
 		r.kill()
 		return fmt.Errorf("waiting for the control plane to stop: %w", ctx.Err())
 	}
+	// Ended as asked, cleanly or not: Restart starts it again.
+	r.stopped = true
 	if code := r.cmd.ProcessState.ExitCode(); code != 0 {
 		return fmt.Errorf("control plane stopped by SIGTERM: %w", r.exitError(c))
 	}
@@ -107,7 +110,7 @@ func (p *binaryProvider) Stop(ctx context.Context, c *Cluster) error {
 }
 
 func (p *binaryProvider) Restart(ctx context.Context, c *Cluster) error {
-	if r, ok := c.impl.(*binaryRun); ok && r.killed {
+	if r, ok := c.impl.(*binaryRun); ok && (r.killed || r.stopped) {
 		return p.launch(ctx, c)
 	}
 	if err := p.Stop(ctx, c); err != nil {
@@ -124,6 +127,17 @@ func (p *binaryProvider) Kill(c *Cluster) {
 
 // launch runs the binary for c and waits for its ready line.
 func (p *binaryProvider) launch(ctx context.Context, c *Cluster) error {
+	r, ready, err := p.spawn(c)
+	if err != nil {
+		return err
+	}
+	return p.awaitReady(ctx, c, r, ready)
+}
+
+// spawn runs the binary for c, with its output in new log files, and
+// returns at once; the path of the kubeconfig it prints once ready is sent
+// on ready.
+func (p *binaryProvider) spawn(c *Cluster) (*binaryRun, <-chan string, error) {
 	run := 1
 	for {
 		c.StdoutPath = filepath.Join(c.WorkDir, fmt.Sprintf("stdout-%d.log", run))
@@ -135,18 +149,18 @@ func (p *binaryProvider) launch(ctx context.Context, c *Cluster) error {
 	c.StderrPath = filepath.Join(c.WorkDir, fmt.Sprintf("stderr-%d.log", run))
 	stdout, err := os.Create(c.StdoutPath)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	stderr, err := os.Create(c.StderrPath)
 	if err != nil {
 		stdout.Close() //nolint:errcheck
-		return err
+		return nil, nil, err
 	}
 
 	args := append([]string{
 		"--data-dir=" + c.DataDir,
 		"--secure-port=" + strconv.Itoa(c.Port),
-		"--bind-address=127.0.0.1",
+		"--bind-address=" + c.bindAddress(),
 	}, c.flags...)
 	// Not CommandContext: the control plane outlives ctx, which only bounds the start.
 	cmd := exec.Command(p.binary, args...)
@@ -157,7 +171,7 @@ func (p *binaryProvider) launch(ctx context.Context, c *Cluster) error {
 	if err := cmd.Start(); err != nil {
 		stdout.Close() //nolint:errcheck
 		stderr.Close() //nolint:errcheck
-		return fmt.Errorf("running %s: %w", p.binary, err)
+		return nil, nil, fmt.Errorf("running %s: %w", p.binary, err)
 	}
 	r := &binaryRun{cmd: cmd, stdout: stdout, stderr: stderr, done: make(chan struct{})}
 	go func() {
@@ -166,7 +180,12 @@ func (p *binaryProvider) launch(ctx context.Context, c *Cluster) error {
 		close(r.done)
 	}()
 	c.impl = r
+	return r, ready, nil
+}
 
+// awaitReady waits for run r of c to print its ready line, and reads the
+// kubeconfig it names.
+func (p *binaryProvider) awaitReady(ctx context.Context, c *Cluster, r *binaryRun, ready <-chan string) error {
 	timer := time.NewTimer(p.startTimeout)
 	defer timer.Stop()
 	var kubeconfig string
@@ -263,9 +282,26 @@ func (w *lineWatcher) Write(p []byte) (int, error) {
 	}
 }
 
+// bindAddress is the control plane's --bind-address: 127.0.0.1 unless the
+// provider chose another loopback address.
+func (c *Cluster) bindAddress() string {
+	if c.BindAddress == "" {
+		return defaultBindAddress
+	}
+	return c.BindAddress
+}
+
+// defaultBindAddress is where the binary's control planes serve.
+const defaultBindAddress = "127.0.0.1"
+
 // freePort returns a loopback port that was free a moment ago.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return freePortOn(defaultBindAddress)
+}
+
+// freePortOn returns a port of address ip that was free a moment ago.
+func freePortOn(ip string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port: %w", err)
 	}

@@ -64,8 +64,8 @@ const churnPrefix = "churn-"
 // longer does; absent on a replica that never held it).
 var leadsOnLease = `leader_election_master_status{name="` + controllerslease.Name + `"} 1`
 
-// Two replicas on one etcd both serve, and exactly one, the holder of the
-// controllers' Lease, runs the controllers. When it is killed, the other
+// Replicas on one etcd all serve, and exactly one, the holder of the
+// controllers' Lease, runs the controllers. When it is killed, another
 // takes the Lease once it expires and collects garbage, deletes namespaces
 // and allocates NetworkClaims; meanwhile no two claims ever hold
 // overlapping prefixes, as a client watching them sees.
@@ -168,13 +168,14 @@ func TestFaultReplicaFailover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := leaderReplica(t, c.Replicas, cs, newHolder); got != other {
-			t.Errorf("the new Lease holder %s is replica %d, want %d, the one that stayed", newHolder, got, other)
+		// With more than two replicas, any of those that stayed may lead.
+		if got := leaderReplica(t, c.Replicas, cs, newHolder); got == leader {
+			t.Errorf("the new Lease holder %s is replica %d, the one killed", newHolder, got)
 		}
 		t.Logf("after the leader's kill: Lease taken over in %s; dependent collected in %s, namespace deleted in %s, new claim allocated in %s",
 			takeover.Round(time.Millisecond), collected.Round(time.Millisecond), nsDeleted.Round(time.Millisecond), allocated.Round(time.Millisecond))
-		t.Logf("the observer checked %d events of %d churning claims: %d allocations of them (%d by the old leader), %d events of a claim waiting for another's prefix",
-			events, churn.created(), churnAllocated, allocatedBefore, conflicts)
+		t.Logf("the observer checked %d events of %d churning claims: %d allocations of them (%d by the old leader), %d events of a claim waiting for another's prefix; %d writes of the churn tried again after a server error",
+			events, churn.created(), churnAllocated, allocatedBefore, conflicts, churn.retries)
 		bound := leaseDuration + failoverSlack
 		for what, took := range map[string]time.Duration{"collected the dependent of a deleted owner": collected, "allocated a new NetworkClaim": allocated} {
 			if took > bound {
@@ -186,27 +187,6 @@ func TestFaultReplicaFailover(t *testing.T) {
 				nsDeleted.Round(time.Millisecond), bound+namespaceDeletionDelay, failoverSlack, namespaceDeletionDelay)
 		}
 	})
-}
-
-// bothServe checks that each replica answers and reads what the others wrote.
-func bothServe(t *testing.T, replicas []*Cluster) {
-	t.Helper()
-	var names []string
-	for i, r := range replicas {
-		name := fmt.Sprintf("written-through-replica-%d", i)
-		if _, err := clientset(t, r).CoreV1().ConfigMaps("default").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("replica %d (%s): %v", i, r.URL, err)
-		}
-		names = append(names, name)
-	}
-	for i, r := range replicas {
-		cms := clientset(t, r).CoreV1().ConfigMaps("default")
-		for _, name := range names {
-			if _, err := cms.Get(t.Context(), name, metav1.GetOptions{}); err != nil {
-				t.Errorf("replica %d (%s) does not read ConfigMap %s: %v", i, r.URL, name, err)
-			}
-		}
-	}
 }
 
 // leaderReplica returns the index of the replica that holds the
@@ -459,6 +439,28 @@ type claimChurn struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	n      int
+	// retries counts the creates and deletes tried again after a server
+	// error.
+	retries int
+}
+
+// retrying calls op, told whether it is a retry, until it succeeds, fails
+// with an error other than a server error, or ctx ends. A client retries server errors: where a
+// replica's death takes an etcd member with it (the joined provider), the
+// writes in flight while etcd elects a new leader fail with a timeout.
+func (c *claimChurn) retrying(ctx context.Context, op func(retry bool) error) error {
+	for retry := false; ; retry = true {
+		err := op(retry)
+		if err == nil || ctx.Err() != nil || !(apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || statusCode(err) >= http.StatusInternalServerError) {
+			return err
+		}
+		c.retries++
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(writeRetryDelay):
+		}
+	}
 }
 
 // churnClaims starts a claimChurn; it runs until stop or the test's end.
@@ -473,7 +475,14 @@ func churnClaims(t *testing.T, claims clientv1alpha1.NetworkClaimInterface) *cla
 			name := fmt.Sprintf("%s%03d", churnPrefix, i)
 			claim := &v1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: name},
 				Spec: v1alpha1.NetworkClaimSpec{AddressSpace: []v1alpha1.AddressSpaceRecord{{Prefix: churnPrefixes[i%len(churnPrefixes)]}}}}
-			if _, err := claims.Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+			err := c.retrying(ctx, func(retry bool) error {
+				_, err := claims.Create(ctx, claim, metav1.CreateOptions{})
+				if apierrors.IsAlreadyExists(err) && retry {
+					return nil // an attempt that failed was stored after all
+				}
+				return err
+			})
+			if err != nil {
 				if ctx.Err() == nil {
 					t.Errorf("creating NetworkClaim %s: %v", name, err)
 				}
@@ -482,7 +491,14 @@ func churnClaims(t *testing.T, claims clientv1alpha1.NetworkClaimInterface) *cla
 			c.n++
 			names = append(names, name)
 			if len(names) > live {
-				if err := claims.Delete(ctx, names[0], metav1.DeleteOptions{}); err != nil {
+				err := c.retrying(ctx, func(retry bool) error {
+					err := claims.Delete(ctx, names[0], metav1.DeleteOptions{})
+					if apierrors.IsNotFound(err) && retry {
+						return nil // as above
+					}
+					return err
+				})
+				if err != nil {
 					if ctx.Err() == nil {
 						t.Errorf("deleting NetworkClaim %s: %v", names[0], err)
 					}

@@ -20,8 +20,12 @@ const restartWriters = 8
 func TestFaultGracefulRestart(t *testing.T) {
 	forEveryProvider(t, func(t *testing.T, p Provider) {
 		requireActions(t, p, ActionStart, ActionRestart, ActionLogs)
-		embedded := !p.Can(ActionEtcdMembers)
 		c := startClusterWith(t, p, Spec{Flags: etcdInfoLogs})
+		// The joined provider's servers stop and start etcd members too,
+		// but embedded ones: only an etcd cluster of the provider's own
+		// is external.
+		_, external := c.infra.(*etcdCluster)
+		embedded := !external
 		w := startConfigMapWriters(t, c, "fault-restart", restartWriters)
 		w.waitForAcks(t, acksPerCycle, time.Minute)
 

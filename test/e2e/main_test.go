@@ -128,6 +128,8 @@ func newProviders(names []string, binary *binaryProvider, etcd string) ([]Provid
 			ps = append(ps, binary)
 		case "external-etcd":
 			ps = append(ps, &externalEtcdProvider{binary: binary, etcd: etcd, members: 3, replicas: 2})
+		case "joined":
+			ps = append(ps, &joinedProvider{binary: binary, servers: 3})
 		case "external":
 			kubeconfig := os.Getenv(externalKubeconfigEnv)
 			if kubeconfig == "" {
@@ -135,7 +137,7 @@ func newProviders(names []string, binary *binaryProvider, etcd string) ([]Provid
 			}
 			ps = append(ps, &externalProvider{kubeconfig: kubeconfig})
 		default:
-			return nil, fmt.Errorf("$%s: unknown provider %q; write a comma-separated list of inprocess, binary, external-etcd and external", providersEnv, name)
+			return nil, fmt.Errorf("$%s: unknown provider %q; write a comma-separated list of inprocess, binary, external-etcd, joined and external", providersEnv, name)
 		}
 	}
 	return ps, nil

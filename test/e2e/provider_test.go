@@ -34,8 +34,9 @@ type Provider interface {
 	// 0) in time.
 	Stop(ctx context.Context, c *Cluster) error
 	// Restart stops the control plane like Stop, then starts it again with
-	// the same data dir, port and flags. After Kill it only starts it
-	// again: that is how a spec brings back a control plane it crashed.
+	// the same data dir, port and flags. After Kill (or Stop) it only
+	// starts it again: that is how a spec brings back a control plane it
+	// crashed (or stopped).
 	Restart(ctx context.Context, c *Cluster) error
 	// Kill ends the control plane (one replica of it, c) at once, without
 	// asking. It is safe to call on a stopped control plane and more than
@@ -105,6 +106,9 @@ type Spec struct {
 	DataDir string
 	// Port is passed as --secure-port; zero means a free loopback port.
 	Port int
+	// BindAddress is passed as --bind-address, an address of 127.0.0.0/8;
+	// empty means 127.0.0.1. Providers that run the binary honour it.
+	BindAddress string
 	// Flags are further flags, after the ones above (so they may override them).
 	Flags []string
 }
@@ -117,6 +121,9 @@ type Cluster struct {
 	DataDir string
 	// Port is the control plane's --secure-port.
 	Port int
+	// BindAddress is the control plane's --bind-address when it runs the
+	// binary; empty means 127.0.0.1.
+	BindAddress string
 	// Kubeconfig is the path the control plane printed after "export KUBECONFIG=".
 	Kubeconfig string
 	// URL is the API server's URL, read from Kubeconfig.
