@@ -283,7 +283,10 @@ func (s *Server) run(ctx context.Context) error {
 		<-controllersDone
 		logger.V(1).Info("Controllers stopped; stopping the API servers")
 		stopAPI()
-		runErr = awaitAPIStopped(logger, apiDone, s.chain.GenericAPIServer)
+		// The last servers of a cluster to stop find no quorum: nothing
+		// that waits on etcd will finish.
+		withoutQuorum := s.cluster != nil && !s.config.EmbeddedEtcd.HasLeader()
+		runErr = awaitAPIStopped(logger, apiDone, s.chain.GenericAPIServer, withoutQuorum)
 	}
 	stopSnapshots()
 	<-snapshotsDone

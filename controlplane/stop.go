@@ -23,6 +23,9 @@ const (
 	// storageCloseTimeout bounds the wait for a stop that was stuck on etcd
 	// once storage is closed.
 	storageCloseTimeout = 2 * time.Second
+	// apiStopWithoutQuorum replaces apiStopTimeout for a server whose etcd
+	// cluster has no quorum, where what waits on etcd never finishes.
+	apiStopWithoutQuorum = time.Second
 )
 
 // awaitAPIStopped waits for the API server, which is stopping, to return
@@ -36,8 +39,17 @@ const (
 // still not finish (the identity lease controller retries a failed write
 // until its server has stopped, which its own pre-shutdown hook waits for),
 // the API server is left behind and the error says so.
-func awaitAPIStopped(logger klog.Logger, done <-chan error, server *genericapiserver.GenericAPIServer) error {
+//
+// withoutQuorum is a server whose etcd member belongs to a cluster that has
+// lost its quorum, as the last servers of a cluster that is shut down one by
+// one do: its stop is not waited for as long, and leaving the API server
+// behind is logged, not an error (the stop could not do better, and the
+// cluster is not damaged by it).
+func awaitAPIStopped(logger klog.Logger, done <-chan error, server *genericapiserver.GenericAPIServer, withoutQuorum bool) error {
 	graceful := server.ShutdownDelayDuration + apiStopTimeout
+	if withoutQuorum {
+		graceful = server.ShutdownDelayDuration + apiStopWithoutQuorum
+	}
 	timer := time.NewTimer(graceful)
 	defer timer.Stop()
 	select {
@@ -52,6 +64,10 @@ func awaitAPIStopped(logger klog.Logger, done <-chan error, server *genericapise
 	case err := <-done:
 		return err
 	case <-timer.C:
+		if withoutQuorum {
+			logger.Info("The etcd cluster has no quorum: left the API server behind, still stopping", "after", graceful+storageCloseTimeout)
+			return nil
+		}
 		return fmt.Errorf("the API server was still stopping %s after it began, with storage closed; left it behind", graceful+storageCloseTimeout)
 	}
 }

@@ -346,6 +346,10 @@ func (s *Server) Removed() bool {
 	return s.etcd.Server.Cluster().Member(s.etcd.Server.MemberID()) == nil
 }
 
+// HasLeader reports whether the member knows a leader of its cluster: a
+// member of several without one has no quorum.
+func (s *Server) HasLeader() bool { return s.etcd.Server.Leader() != 0 }
+
 // IsLeader reports whether the member leads its cluster.
 func (s *Server) IsLeader() bool { return s.etcd.Server.Leader() == s.etcd.Server.MemberID() }
 
@@ -413,6 +417,6 @@ func newLogger(level string, closing *atomic.Bool) (*zap.Logger, error) {
 	zc.ErrorOutputPaths = []string{"stderr"}
 	return zc.Build(
 		zap.Fields(zap.String("component", "embedded-etcd")),
-		zap.WrapCore(func(core zapcore.Core) zapcore.Core { return &logFilter{Core: core, closing: closing} }),
+		zap.WrapCore(func(core zapcore.Core) zapcore.Core { return &logFilter{Core: core, closing: closing, repeats: newRepeatLimiter(repeatInterval)} }),
 	)
 }

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -145,5 +148,40 @@ func TestLogFilterAtWarnLevel(t *testing.T) {
 				t.Fatalf("logged at %s, want %s", logs.All()[0].Level, tc.wantLevel)
 			}
 		})
+	}
+}
+
+// A message etcd repeats is written once per interval, and the next one
+// written says how many were held back; other messages are not held back.
+func TestLogFilterHoldsBackRepeats(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	repeats := newRepeatLimiter(time.Minute)
+	now := time.Unix(0, 0)
+	repeats.now = func() time.Time { return now }
+	logger := zap.New(&logFilter{Core: core, closing: new(atomic.Bool), repeats: repeats}).With(zap.String("component", "embedded-etcd"))
+
+	for range 5 {
+		logger.Warn("waiting for ReadIndex response took too long, retrying")
+		logger.Warn("prober detected unhealthy status")
+		now = now.Add(time.Second)
+	}
+	now = now.Add(time.Minute)
+	logger.Warn("waiting for ReadIndex response took too long, retrying")
+
+	var got []string
+	for _, e := range logs.All() {
+		line := e.Message
+		if held, ok := e.ContextMap()["heldBack"]; ok {
+			line += fmt.Sprintf(" (held back %v)", held)
+		}
+		got = append(got, line)
+	}
+	want := []string{
+		"waiting for ReadIndex response took too long, retrying",
+		"prober detected unhealthy status",
+		"waiting for ReadIndex response took too long, retrying (held back 4)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("written:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
