@@ -162,7 +162,7 @@ func (o *Options) PrepareMembership(ctx context.Context, d *datadir.Dir) (pki.Ho
 	switch {
 	case m != nil:
 		if c.Join != "" {
-			logger.Info("The data dir's etcd member joined its cluster already; --join and its token are ignored", "member", m.Name)
+			logger.Info("The data dir's etcd member joined its cluster already; --join and --token are ignored", "member", m.Name)
 		}
 		if m.PeerURL != peerURL {
 			if onLoopback(peerURL) && !onLoopback(m.PeerURL) {

@@ -417,6 +417,8 @@ func newLogger(level string, closing *atomic.Bool) (*zap.Logger, error) {
 	zc.ErrorOutputPaths = []string{"stderr"}
 	return zc.Build(
 		zap.Fields(zap.String("component", "embedded-etcd")),
-		zap.WrapCore(func(core zapcore.Core) zapcore.Core { return &logFilter{Core: core, closing: closing, repeats: newRepeatLimiter(repeatInterval)} }),
+		zap.WrapCore(func(core zapcore.Core) zapcore.Core {
+			return &logFilter{Core: core, closing: closing, repeats: newRepeatLimiter(repeatInterval)}
+		}),
 	)
 }

@@ -34,12 +34,13 @@ func newAuthenticator(s *Store) authenticator.Token {
 		if err != nil {
 			return nil, false, err
 		}
-		// Not in system:authenticated: what is granted to every
-		// authenticated user (discovery, say, or what an admin binds to
-		// that group) is not for a token that only joins.
+		// In system:authenticated, as upstream adds it to every user
+		// (this authenticator stands in front of that union): API
+		// priority and fairness classifies requests by it, and RBAC
+		// grants it no more than discovery.
 		return &authenticator.Response{User: &user.DefaultInfo{
 			Name:   UserPrefix + id,
-			Groups: []string{Group},
+			Groups: []string{Group, user.AllAuthenticated},
 		}}, true, nil
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
 // Bearer tokens that are not join tokens' credentials are left to the
@@ -65,7 +67,7 @@ func TestAuthenticator(t *testing.T) {
 				}
 				id, _, _ := strings.Cut(tc.token, ".")
 				u := resp.User
-				if u.GetName() != "system:join-token:"+id || strings.Join(u.GetGroups(), ",") != "system:join-tokens" {
+				if u.GetName() != "system:join-token:"+id || strings.Join(u.GetGroups(), ",") != "system:join-tokens,"+user.AllAuthenticated {
 					t.Errorf("user %q in %q", u.GetName(), u.GetGroups())
 				}
 			}

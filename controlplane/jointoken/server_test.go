@@ -101,7 +101,7 @@ func TestAgainstAPIServer(t *testing.T) {
 	// The tokens' group may POST to the join path, and do nothing else.
 	t.Run("RBAC", func(t *testing.T) {
 		allowed := func(attrs authorizationv1.SubjectAccessReviewSpec) bool {
-			attrs.User, attrs.Groups = jointoken.UserPrefix+"abcdef", []string{jointoken.Group}
+			attrs.User, attrs.Groups = jointoken.UserPrefix+"abcdef", []string{jointoken.Group, "system:authenticated"}
 			review, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: attrs}, metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)

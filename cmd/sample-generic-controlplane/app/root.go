@@ -117,3 +117,21 @@ func printReady(out io.Writer, server *controlplane.Server, took time.Duration) 
 	fmt.Fprintf(out, "  data dir:   %s\n", server.DataDir())
 	fmt.Fprintf(out, "\n  export KUBECONFIG=%s\n\n", server.KubeconfigPath())
 }
+
+// setGroupHelp gives a command that only groups subcommands a help that
+// lists them, rather than the root's, which lists the root's flags (not
+// this command's). flags shows the flag the subcommands share.
+func setGroupHelp(cmd *cobra.Command, flags string) {
+	cmd.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
+		out := cmd.OutOrStdout()
+		fmt.Fprintf(out, "%s\n\nUsage:\n  %s <command> %s [flags]\n\nCommands:\n", cmd.Long, cmd.CommandPath(), flags)
+		width := 0
+		for _, sub := range cmd.Commands() {
+			width = max(width, len(sub.Name()))
+		}
+		for _, sub := range cmd.Commands() {
+			fmt.Fprintf(out, "  %-*s %s\n", width+1, sub.Name(), sub.Short)
+		}
+		fmt.Fprintf(out, "\nRun '%s <command> --help' for a command's flags.\n", cmd.CommandPath())
+	})
+}

@@ -32,14 +32,7 @@ own too, into <data-dir>/snapshots (--embedded-etcd-snapshot-schedule).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newSnapshotSaveCommand(), newSnapshotListCommand(), newSnapshotRestoreCommand())
-	// The root's help lists its flags, which are not this command's.
-	cmd.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nUsage:\n  %s <command> [--data-dir=DIR] [flags]\n\nCommands:\n", cmd.Long, cmd.CommandPath())
-		for _, sub := range cmd.Commands() {
-			fmt.Fprintf(cmd.OutOrStdout(), "  %-8s %s\n", sub.Name(), sub.Short)
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "\nRun '%s <command> --help' for a command's flags.\n", cmd.CommandPath())
-	})
+	setGroupHelp(cmd, "[--data-dir=DIR]")
 	return cmd
 }
 

@@ -56,14 +56,7 @@ control plane as kubectl does: in --kubeconfig, else in $KUBECONFIG, else in ~/.
 		newTokenListCommand(&tokenOptions{newClient: newClient, now: now}),
 		newTokenDeleteCommand(&tokenOptions{newClient: newClient}),
 	)
-	// The root's help lists its flags, which are not this command's.
-	cmd.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nUsage:\n  %s <command> [--kubeconfig=FILE] [flags]\n\nCommands:\n", cmd.Long, cmd.CommandPath())
-		for _, sub := range cmd.Commands() {
-			fmt.Fprintf(cmd.OutOrStdout(), "  %-7s %s\n", sub.Name(), sub.Short)
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "\nRun '%s <command> --help' for a command's flags.\n", cmd.CommandPath())
-	})
+	setGroupHelp(cmd, "[--kubeconfig=FILE]")
 	return cmd
 }
 
