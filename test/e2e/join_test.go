@@ -10,38 +10,47 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// A server that joined another with a token serves what was written through
-// the first, and the first serves what was written through it: their
-// members are one etcd cluster. Restarted with --join and the token still on
-// its command line, the joined server says that it ignores them and serves
-// the same objects again. Two members, so neither is killed: either alone
-// has no quorum (the three-server specs in joined_test.go, build tag e2e,
-// take servers down).
-func TestJoinedServerServesTheSameObjects(t *testing.T) {
+// Three servers that joined each other with tokens serve one another's
+// writes: their members are one etcd cluster. One killed (SIGKILL), the two
+// others go on taking writes; started again, with --join and a token still
+// on its command line, it says that it ignores them, and serves everything,
+// what was written while it was down included. (joined_test.go, build tag
+// e2e, takes the cluster through more.)
+func TestJoinedServersSurviveAKill(t *testing.T) {
 	p := joined()
-	dir := t.TempDir()
-	first := startServerOf(t, p, dir, 0, "--cluster-init")
-	token := createToken(t, first, time.Hour, false)
-	start := time.Now()
-	second := startServerOf(t, p, dir, 1, joinFlags(first, token)...)
-	t.Logf("server 1: from the start with --join to ready: %s", time.Since(start).Round(time.Millisecond))
-	servers := []*Cluster{first, second}
+	c := startClusterWith(t, p, Spec{})
+	servers := c.Replicas
 	bothServe(t, servers)
 
-	second.flags = append(second.flags, joinFlags(first, token)...)
-	if err := p.Restart(t.Context(), second); err != nil {
-		t.Fatalf("restarting the joined server with --join again: %v", err)
+	victim, survivors := servers[len(servers)-1], servers[:len(servers)-1]
+	p.Kill(victim)
+	const whileDown = "written-while-a-server-was-down"
+	for i, s := range survivors {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", whileDown, i)}}
+		if _, err := clientset(t, s).CoreV1().ConfigMaps("default").Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("with one server killed, a write through server %d: %v", i, err)
+		}
 	}
+
+	token := createToken(t, servers[0], time.Hour, false)
+	victim.flags = append(victim.flags, joinFlags(servers[0], token)...)
+	start := time.Now()
+	if err := p.Restart(t.Context(), victim); err != nil {
+		t.Fatalf("starting the killed server again, with --join: %v", err)
+	}
+	t.Logf("the killed server serves again %s after its start", time.Since(start).Round(time.Millisecond))
 	const ignored = "--join and --token are ignored"
-	if stderr := readFile(t, second.StderrPath); !strings.Contains(stderr, ignored) {
-		t.Errorf("the joined server, restarted with --join, does not log that %q (%s)", ignored, second.StderrPath)
+	if stderr := readFile(t, victim.StderrPath); !strings.Contains(stderr, ignored) {
+		t.Errorf("the joined server, restarted with --join, does not log that %q (%s)", ignored, victim.StderrPath)
 	}
-	for i, s := range servers {
-		cms := clientset(t, s).CoreV1().ConfigMaps("default")
-		for j := range servers {
-			if _, err := cms.Get(t.Context(), writtenThrough(j), metav1.GetOptions{}); err != nil {
-				t.Errorf("after the restart server %d does not read what was written through server %d: %v", i, j, err)
-			}
+	cms := clientset(t, victim).CoreV1().ConfigMaps("default")
+	names := []string{fmt.Sprintf("%s-0", whileDown), fmt.Sprintf("%s-1", whileDown)}
+	for j := range servers {
+		names = append(names, writtenThrough(j))
+	}
+	for _, name := range names {
+		if _, err := cms.Get(t.Context(), name, metav1.GetOptions{}); err != nil {
+			t.Errorf("the restarted server does not read ConfigMap %s: %v", name, err)
 		}
 	}
 }
