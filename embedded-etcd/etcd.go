@@ -1,11 +1,14 @@
 // Package embeddedetcd runs a single etcd member inside the current process,
-// and saves, verifies and restores snapshots of it.
+// alone or as one of a cluster of such members, and saves, verifies and
+// restores snapshots of it.
 //
 // The member is reachable by nobody but its owner: clients talk to it over a
 // unix socket whose directory is private to the user running the process, and
-// the peer listener (which a one-member cluster never dials, but etcd always
-// opens) listens on loopback only and demands client certificates signed by
-// the peer CA.
+// the peer listener demands client certificates signed by the peer CA. A
+// member that runs alone (which never dials its peer listener, but etcd
+// always opens one) listens on loopback only; a member of a cluster listens
+// on its peer URL (Config.PeerURL), and before it starts asks the peers its
+// data knows of whether they still count it (peers.go).
 package embeddedetcd
 
 import (

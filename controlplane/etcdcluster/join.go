@@ -80,8 +80,9 @@ const learnerWaitPoll = 200 * time.Millisecond
 // JoinHandler serves jointoken.JoinPath on a server of the cluster. The API
 // server's authentication (jointoken.NewAuthenticator) and authorization
 // (jointoken.RBAC) let only a valid join token through; the handler then
-// uses the token, adds the joining member as a learner, one join at a
-// time, and answers with what the new server needs.
+// adds the joining member as a learner, one join at a time, uses the token
+// (taking the member out again should that fail), and answers with what
+// the new server needs.
 type JoinHandler struct {
 	// Etcd is a client of this server's member.
 	Etcd *clientv3.Client
