@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/internal/atomicfile"
 )
 
 const (
@@ -57,7 +57,7 @@ func (d *Dir) EncryptionConfig() string {
 // SetEncryptionConfig keeps the cluster's encryption configuration, synced
 // to disk, readable by the owner alone.
 func (d *Dir) SetEncryptionConfig(data []byte) error {
-	return writeFileSynced(filepath.Join(d.Path, encryptionConfigName), data, 0o600)
+	return atomicfile.Write(filepath.Join(d.Path, encryptionConfigName), data, 0o600)
 }
 
 func readMembership(dataDir string) (*Membership, error) {
@@ -84,36 +84,5 @@ func writeMembership(dataDir string, m Membership) error {
 	if err != nil {
 		return err
 	}
-	return writeFileSynced(filepath.Join(dataDir, membershipName), append(data, '\n'), 0o600)
-}
-
-// writeFileSynced writes data beside path, syncs it and renames it into
-// place, then syncs the directory: after a crash the file is whole, old
-// or new.
-func writeFileSynced(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after a successful rename
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(mode)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if closeErr := tmp.Close(); err == nil {
-		err = closeErr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err == nil {
-		err = embeddedetcd.SyncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(filepath.Join(dataDir, membershipName), append(data, '\n'), 0o600)
 }

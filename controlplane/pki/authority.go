@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/internal/atomicfile"
 )
 
 const (
@@ -159,7 +161,7 @@ func (a *Authority) ensureLeaf(certFile, keyFile string, spec leafSpec) error {
 	if err == nil && a.stillValid(cert, spec) {
 		if spec.withCA && !a.chainedIn(certFile) {
 			// Written before the chain was: add it, keep the certificate.
-			return writeFileAtomic(certFile, a.chain(cert), 0o644)
+			return atomicfile.Write(certFile, a.chain(cert), 0o644)
 		}
 		return nil
 	}
@@ -254,10 +256,10 @@ func writePair(certFile, keyFile string, certPEM []byte, key crypto.Signer) erro
 	}
 	// The key first: a certificate without its key on disk would be
 	// reused at the next start and fail there.
-	if err := writeFileAtomic(keyFile, keyPEM, 0o600); err != nil {
+	if err := atomicfile.Write(keyFile, keyPEM, 0o600); err != nil {
 		return err
 	}
-	return writeFileAtomic(certFile, certPEM, 0o644)
+	return atomicfile.Write(certFile, certPEM, 0o644)
 }
 
 func fileExists(path string) bool {

@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/internal/atomicfile"
 )
 
 const (
@@ -47,7 +49,7 @@ func EnsureAdminKubeconfig(path, serverURL string, pki *PKI) error {
 	if existing, err := os.ReadFile(path); err == nil && string(existing) == string(data) {
 		return nil
 	}
-	return writeFileAtomic(path, data, 0o600)
+	return atomicfile.Write(path, data, 0o600)
 }
 
 // reusableAdminCredentials returns the client certificate and key of the

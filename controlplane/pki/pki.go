@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"k8s.io/client-go/util/keyutil"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/internal/atomicfile"
 )
 
 // FrontProxyClientName is the common name of the certificate the aggregator
@@ -150,7 +152,7 @@ func ensureServiceAccountKey(keyFile, pubFile string) error {
 		if err != nil {
 			return err
 		}
-		if err := writeFileAtomic(keyFile, keyPEM, 0o600); err != nil {
+		if err := atomicfile.Write(keyFile, keyPEM, 0o600); err != nil {
 			return err
 		}
 	default:
@@ -165,34 +167,5 @@ func ensureServiceAccountKey(keyFile, pubFile string) error {
 	if existing, err := os.ReadFile(pubFile); err == nil && bytes.Equal(existing, pubPEM) {
 		return nil
 	}
-	return writeFileAtomic(pubFile, pubPEM, 0o644)
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it
-// into place, so a crash never leaves a half-written credential behind.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after a successful rename
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close() //nolint:errcheck
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close() //nolint:errcheck
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close() //nolint:errcheck
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(pubFile, pubPEM, 0o644)
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	certutil "k8s.io/client-go/util/cert"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/internal/atomicfile"
 )
 
 // testHosts are what the control plane passes for a loopback server with
@@ -405,7 +407,7 @@ func resign(t *testing.T, certFile string, signer *Authority, notAfter time.Time
 	for _, c := range rest[1:] {
 		data = append(data, encodeCertPEM(c)...)
 	}
-	if err := writeFileAtomic(certFile, data, 0o644); err != nil {
+	if err := atomicfile.Write(certFile, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -653,7 +655,7 @@ func TestWriteFileAtomicLeavesNoTemporaryFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f")
 	for i, data := range []string{"one", "two, longer", "3"} {
-		if err := writeFileAtomic(path, []byte(data), 0o600); err != nil {
+		if err := atomicfile.Write(path, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if got := string(mustRead(t, path)); got != data {
@@ -667,7 +669,7 @@ func TestWriteFileAtomicLeavesNoTemporaryFiles(t *testing.T) {
 	if len(entries) != 1 {
 		t.Errorf("directory holds %d entries after writes, want 1: %v", len(entries), entries)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "missing", "f"), []byte("x"), 0o600); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "missing", "f")) {
+	if err := atomicfile.Write(filepath.Join(dir, "missing", "f"), []byte("x"), 0o600); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "missing", "f")) {
 		t.Errorf("writing into a missing directory: err = %v, want one naming the file", err)
 	}
 }

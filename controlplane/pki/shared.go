@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/internal/atomicfile"
 )
 
 // SharedFiles are the credentials every server of a cluster holds the same,
@@ -72,7 +74,7 @@ func WriteShared(dir string, files map[string][]byte) error {
 		if filepath.Ext(name) == ".crt" {
 			mode = 0o644
 		}
-		if err := writeFileAtomic(path, files[name], mode); err != nil {
+		if err := atomicfile.Write(path, files[name], mode); err != nil {
 			return err
 		}
 	}
