@@ -50,6 +50,9 @@ type Dir struct {
 	EtcdSocket string
 
 	lock *lock
+	// membership is etcd-member.json once read (Membership).
+	membership     *Membership
+	membershipRead bool
 	// cleanups run at Close, e.g. removing a socket dir outside the data dir.
 	cleanups []func()
 	// background is what works in the data dir after StartEtcd returned

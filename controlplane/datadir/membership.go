@@ -34,14 +34,30 @@ type Membership struct {
 }
 
 // Membership returns the member's place in a cluster, or nil when it runs
-// alone.
+// alone. The file is read once: while the Dir holds the lock, only
+// SetMembership writes it.
 func (d *Dir) Membership() (*Membership, error) {
-	return readMembership(d.Path)
+	if !d.membershipRead {
+		m, err := readMembership(d.Path)
+		if err != nil {
+			return nil, err
+		}
+		d.membership, d.membershipRead = m, true
+	}
+	if d.membership == nil {
+		return nil, nil
+	}
+	m := *d.membership
+	return &m, nil
 }
 
 // SetMembership records the member's place in a cluster, synced to disk.
 func (d *Dir) SetMembership(m Membership) error {
-	return writeMembership(d.Path, m)
+	if err := writeMembership(d.Path, m); err != nil {
+		return err
+	}
+	d.membership, d.membershipRead = &m, true
+	return nil
 }
 
 // EncryptionConfig is the path of the encryption configuration the
