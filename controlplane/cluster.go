@@ -333,12 +333,8 @@ func (c CompletedConfig) installCluster(mux *mux.PathRecorderMux) (*clusterParts
 		return nil, err
 	}
 	etcd := c.EmbeddedEtcd.Client()
-	mux.Handle(jointoken.JoinPath, &etcdcluster.JoinHandler{
-		Etcd:                 etcd,
-		Tokens:               jointoken.NewStore(kube),
-		PKIDir:               c.Options.DataDir.PKI.Dir,
-		EncryptionConfigFile: c.Options.ControlPlane.Etcd.EncryptionProviderConfigFilepath,
-	})
+	mux.Handle(jointoken.JoinPath, etcdcluster.NewJoinHandler(etcd, jointoken.NewStore(kube),
+		c.Options.DataDir.PKI.Dir, c.Options.ControlPlane.Etcd.EncryptionProviderConfigFilepath))
 	members := etcdcluster.NewMembers(etcd, kube, c.Options.Membership.Name)
 	mux.Handle(etcdcluster.MembersPath, members.Handler())
 	mux.HandlePrefix(etcdcluster.MembersPath+"/", members.Handler())

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -96,7 +95,12 @@ type JoinHandler struct {
 	// turn, a one-slot semaphore, serialises the joins this server
 	// handles; etcd's limit of one learner serialises them across servers.
 	turn chan struct{}
-	once sync.Once
+}
+
+// NewJoinHandler returns the join handler of the server whose member etcd
+// is a client of.
+func NewJoinHandler(etcd *clientv3.Client, tokens *jointoken.Store, pkiDir, encryptionConfigFile string) *JoinHandler {
+	return &JoinHandler{Etcd: etcd, Tokens: tokens, PKIDir: pkiDir, EncryptionConfigFile: encryptionConfigFile, turn: make(chan struct{}, 1)}
 }
 
 func (h *JoinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -178,7 +182,6 @@ func (h *JoinHandler) join(ctx context.Context, id, secret string, req JoinReque
 		}
 	}
 
-	h.once.Do(func() { h.turn = make(chan struct{}, 1) })
 	waitCtx, cancel := context.WithTimeout(ctx, waitPerRequest)
 	defer cancel()
 	select {

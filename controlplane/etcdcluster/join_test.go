@@ -142,7 +142,7 @@ func newJoinTestServer(t *testing.T) *joinTestServer {
 	client := etcd.Client()
 	t.Cleanup(func() { client.Close() }) //nolint:errcheck
 	tokens := jointoken.NewStore(fake.NewClientset())
-	return &joinTestServer{handler: &JoinHandler{Etcd: client, Tokens: tokens, PKIDir: creds.Dir}, etcd: etcd, tokens: tokens}
+	return &joinTestServer{handler: NewJoinHandler(client, tokens, creds.Dir, ""), etcd: etcd, tokens: tokens}
 }
 
 // join serves a join of req authenticated with credential (id.secret), as
