@@ -67,6 +67,11 @@ type Options struct {
 	// APIServices are served by servers of their own in the chain
 	// (--runtime-config=apiextensions.k8s.io/v1=false turns CRDs off).
 	Resources func() *serverstorage.ResourceConfig
+	// EtcdSpaceCheckInterval is how often the control plane asks etcd for
+	// its database size and alarms (space.go); zero is
+	// etcdmaintenance.DefaultSpaceInterval. Tests that fill a database
+	// shorten it.
+	EtcdSpaceCheckInterval time.Duration
 
 	// Added by the extension points (extensions.go).
 	apiGroups  []APIGroup
@@ -296,6 +301,8 @@ type completedOptions struct {
 	Resources   func() *serverstorage.ResourceConfig
 	APIGroups   []APIGroup
 	Bootstraps  []bootstrap.Bootstrap
+	// EtcdSpaceCheckInterval is Options.EtcdSpaceCheckInterval.
+	EtcdSpaceCheckInterval time.Duration
 }
 
 // Complete fills in every default: the certificates, keys and CAs of the
@@ -310,7 +317,8 @@ func (o *Options) Complete(ctx context.Context, dataDir *datadir.Dir) (Completed
 		resources = DefaultResources
 	}
 	c := &completedOptions{DataDir: dataDir, Resources: resources,
-		APIGroups: slices.Clone(o.apiGroups), Bootstraps: slices.Clone(o.bootstraps)}
+		APIGroups: slices.Clone(o.apiGroups), Bootstraps: slices.Clone(o.bootstraps),
+		EtcdSpaceCheckInterval: o.EtcdSpaceCheckInterval}
 	if o.Embedded() {
 		c.EmbeddedEtcd = o.EmbeddedEtcd
 		m, err := dataDir.Membership()

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdcluster"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdmaintenance"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/jointoken"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/pki"
 )
@@ -44,7 +45,9 @@ type Server struct {
 	// cluster is what the servers of a cluster serve each other; nil for
 	// a server whose member runs alone.
 	cluster *clusterParts
-	url     string
+	// space watches etcd's database space (space.go).
+	space *etcdmaintenance.SpaceMonitor
+	url   string
 
 	ready   chan struct{}
 	stopped chan struct{}
@@ -133,6 +136,13 @@ func (c CompletedConfig) newServer(chain *aggregatorapiserver.APIAggregator, cor
 			return nil, fmt.Errorf("adding controller health checks: %w", err)
 		}
 	}
+	space, err := c.newSpaceMonitor()
+	if err != nil {
+		return nil, err
+	}
+	if err := chain.GenericAPIServer.AddReadyzChecks(space.ReadyzCheck()); err != nil {
+		return nil, fmt.Errorf("adding the etcd space check: %w", err)
+	}
 	prepared, err := chain.PrepareRun()
 	if err != nil {
 		return nil, fmt.Errorf("preparing the API servers: %w", err)
@@ -153,6 +163,7 @@ func (c CompletedConfig) newServer(chain *aggregatorapiserver.APIAggregator, cor
 		listener:    ss.Listener.(*servingListener),
 		controllers: health,
 		cluster:     cluster,
+		space:       space,
 		url:         "https://" + net.JoinHostPort(host, strconv.Itoa(ss.BindPort)),
 		ready:       make(chan struct{}),
 		stopped:     make(chan struct{}),
@@ -233,6 +244,23 @@ func (s *Server) run(ctx context.Context) error {
 			}
 		}()
 	}
+
+	// Before the first write: a member that starts on a full database
+	// makes room first (space.go).
+	if err := s.space.Open(ctx); err != nil {
+		s.chain.GenericAPIServer.Destroy()
+		return err
+	}
+	spaceCtx, stopSpace := context.WithCancel(ctx)
+	spaceDone := make(chan struct{})
+	go func() {
+		defer close(spaceDone)
+		s.space.Run(spaceCtx)
+	}()
+	defer func() {
+		stopSpace()
+		<-spaceDone
+	}()
 
 	if err := s.prepareToServe(ctx); err != nil {
 		s.chain.GenericAPIServer.Destroy()

@@ -27,7 +27,10 @@ import (
 // an error and retry. With kube-system created first, there is no race.
 type coreStorage struct {
 	*corerest.GenericConfig
-	namespaces rest.Creater
+	namespaces interface {
+		rest.Creater
+		rest.Getter
+	}
 }
 
 // NewRESTStorage creates upstream's storage and keeps its namespaces storage.
@@ -37,7 +40,10 @@ func (c *coreStorage) NewRESTStorage(resources serverstorage.APIResourceConfigSo
 		return info, err
 	}
 	// Absent when namespaces are not served (--runtime-config).
-	c.namespaces, _ = info.VersionedResourcesStorageMap[corev1.SchemeGroupVersion.Version]["namespaces"].(rest.Creater)
+	c.namespaces, _ = info.VersionedResourcesStorageMap[corev1.SchemeGroupVersion.Version]["namespaces"].(interface {
+		rest.Creater
+		rest.Getter
+	})
 	return info, nil
 }
 
@@ -47,14 +53,19 @@ func (c *coreStorage) NewRESTStorage(resources serverstorage.APIResourceConfigSo
 // namespace through v1, which declarative validation reads), and the
 // registry's strategy does the rest. Admission is not involved:
 // nothing can be registered with it yet on a fresh etcd, and on an
-// existing one the namespace exists.
+// existing one the namespace exists. It looks first: a create is a write,
+// which etcd refuses, even of a namespace that exists, while its
+// database is full, and the server must start then to serve reads.
 func (c *coreStorage) ensureSystemNamespace(ctx context.Context) error {
 	if c.namespaces == nil {
 		return nil
 	}
+	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceNone)
+	if _, err := c.namespaces.Get(ctx, metav1.NamespaceSystem, &metav1.GetOptions{}); err == nil {
+		return nil
+	}
 	ns := &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceSystem}}
 	rest.FillObjectMetaSystemFields(ns)
-	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceNone)
 	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
 		IsResourceRequest: true,
 		Verb:              "create",

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
@@ -100,18 +101,27 @@ func SaveSnapshot(ctx context.Context, source SnapshotSource, dir string, name f
 }
 
 func (s SnapshotSource) clientConfig() (clientv3.Config, error) {
+	return ClientConfig([]string{s.Endpoint}, s.CAFile, s.CertFile, s.KeyFile)
+}
+
+// ClientConfig is the configuration of a client of the etcd members at
+// endpoints: the embedded member's unix:// socket, or members of an external
+// cluster secured, as the control plane's --etcd-cafile, --etcd-certfile and
+// --etcd-keyfile do, by caFile, certFile and keyFile. Its dial timeout bounds
+// how long a first request waits for an endpoint that does not answer.
+func ClientConfig(endpoints []string, caFile, certFile, keyFile string) (clientv3.Config, error) {
 	cfg := clientv3.Config{
-		Endpoints:   []string{s.Endpoint},
+		Endpoints:   endpoints,
 		DialTimeout: snapshotConnectTimeout,
 		Logger:      zap.NewNop(),
 	}
-	if s.CAFile == "" && s.CertFile == "" && s.KeyFile == "" {
+	if caFile == "" && certFile == "" && keyFile == "" {
 		return cfg, nil
 	}
-	info := transport.TLSInfo{TrustedCAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile}
+	info := transport.TLSInfo{TrustedCAFile: caFile, CertFile: certFile, KeyFile: keyFile}
 	tlsConfig, err := info.ClientConfig()
 	if err != nil {
-		return cfg, fmt.Errorf("TLS configuration for %s: %w", s.Endpoint, err)
+		return cfg, fmt.Errorf("TLS configuration for %s: %w", strings.Join(endpoints, ","), err)
 	}
 	cfg.TLS = tlsConfig
 	return cfg, nil

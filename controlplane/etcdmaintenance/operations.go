@@ -1,0 +1,79 @@
+package etcdmaintenance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// compactRevKey is the key in which the API servers' compactors agree on
+// the revision compacted to (k8s.io/apiserver/pkg/storage/etcd3/compact.go);
+// their watch caches follow it.
+const compactRevKey = "compact_rev_key"
+
+// Compact compacts the cluster's history up to its current revision, as
+// the API servers' compactors do every few minutes (up to the revision of
+// their previous round), and returns that revision. It waits until the
+// member has freed the pages of what the compaction removed, so that the
+// in-use size it reports next, and a defragmentation, count them.
+//
+// As the compactors do, it first records the revision in compactRevKey
+// (compare-and-swap on its version): the API servers' watch caches learn
+// of the compaction, and their compactors' next round takes it over rather
+// than compact to an older revision and fail. While a NOSPACE alarm is
+// raised that write is refused; the compaction goes ahead without it.
+func Compact(ctx context.Context, c *clientv3.Client) (int64, error) {
+	resp, err := c.Get(ctx, compactRevKey)
+	if err != nil {
+		return 0, fmt.Errorf("reading the current etcd revision: %w", err)
+	}
+	rev := resp.Header.Revision
+	var version int64
+	if len(resp.Kvs) > 0 {
+		version = resp.Kvs[0].Version
+	}
+	_, err = c.Txn(ctx).
+		If(clientv3.Compare(clientv3.Version(compactRevKey), "=", version)).
+		Then(clientv3.OpPut(compactRevKey, strconv.FormatInt(rev, 10))).
+		Commit()
+	// A failed compare means a compactor recorded its round at this very
+	// moment: compacting to the current revision still holds.
+	if err != nil && !errors.Is(err, rpctypes.ErrNoSpace) {
+		return 0, fmt.Errorf("recording the compaction revision %d in %s: %w", rev, compactRevKey, err)
+	}
+	if _, err := c.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		return 0, fmt.Errorf("compacting etcd to revision %d: %w", rev, err)
+	}
+	return rev, nil
+}
+
+// Defragment defragments the database of the member at endpoint: it gives
+// the pages compaction freed back to the filesystem. The member answers no
+// request meanwhile (seconds for a database of gigabytes), so defragment
+// the members of a cluster one at a time.
+func Defragment(ctx context.Context, c *clientv3.Client, endpoint string) error {
+	if _, err := c.Defragment(ctx, endpoint); err != nil {
+		return fmt.Errorf("defragmenting etcd at %s: %w", endpoint, err)
+	}
+	return nil
+}
+
+// Disarm disarms alarms. A NOSPACE alarm disarmed while the member's
+// database is still over its quota is raised again by the next write.
+func Disarm(ctx context.Context, c *clientv3.Client, alarms []Alarm) error {
+	for _, a := range alarms {
+		t, ok := pb.AlarmType_value[a.Type]
+		if !ok || t == int32(pb.AlarmType_NONE) {
+			return fmt.Errorf("unknown etcd alarm %q", a.Type)
+		}
+		if _, err := c.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: pb.AlarmType(t)}); err != nil {
+			return fmt.Errorf("disarming the %s alarm of etcd member %s: %w", a.Type, a.Member, err)
+		}
+	}
+	return nil
+}
