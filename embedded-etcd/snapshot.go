@@ -131,22 +131,39 @@ func ClientConfig(endpoints []string, caFile, certFile, keyFile string) (clientv
 // does not answer (or refuses the credentials) fails within
 // snapshotConnectTimeout, with the endpoint named.
 func checkReachable(ctx context.Context, cfg clientv3.Config) error {
-	endpoint := cfg.Endpoints[0]
+	client, err := Connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return client.Close()
+}
+
+// Connect returns a client of the etcd members cfg names (see
+// ClientConfig) once one of them has answered a status request, or an
+// error that names each endpoint and why it did not answer within
+// cfg.DialTimeout: the client alone would retry an endpoint that does not
+// answer, or refuses the credentials, without end.
+func Connect(ctx context.Context, cfg clientv3.Config) (*clientv3.Client, error) {
 	client, err := clientv3.New(cfg)
 	if err != nil {
-		return fmt.Errorf("connecting to etcd at %s: %w", endpoint, err)
+		return nil, fmt.Errorf("connecting to etcd at %s: %w", strings.Join(cfg.Endpoints, ","), err)
 	}
-	defer client.Close() //nolint:errcheck // nothing to flush
-	ctx, cancel := context.WithTimeout(ctx, snapshotConnectTimeout)
-	defer cancel()
-	if _, err := client.Status(ctx, endpoint); err != nil {
-		hint := ""
-		if cfg.TLS != nil {
-			hint = " and that --etcd-cafile, --etcd-certfile and --etcd-keyfile are right for it"
+	var errs []string
+	for _, endpoint := range cfg.Endpoints {
+		ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+		_, err := client.Status(ctx, endpoint)
+		cancel()
+		if err == nil {
+			return client, nil
 		}
-		return fmt.Errorf("etcd at %s did not answer within %s (%w): check that it runs%s", endpoint, snapshotConnectTimeout, err, hint)
+		errs = append(errs, fmt.Sprintf("%s (%v)", endpoint, err))
 	}
-	return nil
+	client.Close() //nolint:errcheck // nothing to flush
+	hint := ""
+	if cfg.TLS != nil {
+		hint = ", and that --etcd-cafile, --etcd-certfile and --etcd-keyfile are right for it"
+	}
+	return nil, fmt.Errorf("etcd did not answer within %s at %s: check that it runs%s", cfg.DialTimeout, strings.Join(errs, ", "), hint)
 }
 
 // VerifySnapshot checks the sha256 hash that etcd appends to a snapshot

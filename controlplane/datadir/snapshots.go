@@ -249,6 +249,9 @@ func EmbeddedEtcdEndpoint(dataDir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("--data-dir %q: %w", dataDir, err)
 	}
+	if err := checkOurs(dataDir); err != nil {
+		return "", err
+	}
 	socket := filepath.Join(dataDir, etcdSocketRelPath)
 	if len(socket) > maxUnixSocketPath {
 		// See etcdSocketPath: the member's socket is then in a private
@@ -264,4 +267,35 @@ func EmbeddedEtcdEndpoint(dataDir string) (string, error) {
 	}
 	conn.Close() //nolint:errcheck // only a probe
 	return "unix://" + socket, nil
+}
+
+// checkOurs fails, saying what to check, unless dataDir is the data dir of
+// a control plane with an embedded etcd member: one that holds the pki/
+// and etcd/ its first start created.
+func checkOurs(dataDir string) error {
+	info, err := os.Stat(dataDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("data dir %s does not exist: check --data-dir", dataDir)
+	}
+	if err != nil {
+		return fmt.Errorf("--data-dir: %w", unwrapPathError(err))
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("--data-dir %s is not a directory", dataDir)
+	}
+	hasPKI, err := exists(filepath.Join(dataDir, pkiDirName))
+	if err != nil {
+		return err
+	}
+	hasEtcd, err := exists(filepath.Join(dataDir, etcdDirName))
+	if err != nil {
+		return err
+	}
+	switch {
+	case !hasPKI && !hasEtcd:
+		return fmt.Errorf("%s is not the data dir of a control plane: it holds no pki/ and no etcd/, which the control plane creates at its first start; check --data-dir", dataDir)
+	case !hasEtcd:
+		return fmt.Errorf("the control plane of data dir %s has no embedded etcd member (no etcd/ in it): it uses an external etcd; pass --etcd-servers (with --etcd-cafile, --etcd-certfile and --etcd-keyfile)", dataDir)
+	}
+	return nil
 }

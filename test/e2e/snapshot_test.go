@@ -206,6 +206,12 @@ func TestSnapshotSchedule(t *testing.T) {
 // snapshot of one member of an external etcd.
 func TestSnapshotSaveWithoutEmbeddedEtcd(t *testing.T) {
 	dataDir := t.TempDir()
+	// What a stopped control plane leaves: its PKI and its member's data.
+	for _, dir := range []string{"pki", "etcd"} {
+		if err := os.Mkdir(filepath.Join(dataDir, dir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
 	res := runBinary(t, "snapshot", "save", filepath.Join(dataDir, "s.db"), "--data-dir="+dataDir)
 	if res.ExitCode == 0 || !strings.Contains(res.Stderr, "no control plane with an embedded etcd runs on data dir "+dataDir) || !strings.Contains(res.Stderr, "--etcd-servers") {
 		t.Errorf("snapshot save with nothing running: exit code %d, stderr:\n%s\nwant it to say to start the control plane or pass --etcd-servers", res.ExitCode, res.Stderr)

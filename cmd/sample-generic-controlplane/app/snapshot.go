@@ -51,9 +51,7 @@ func addFlagSets(cmd *cobra.Command, fss cliflag.NamedFlagSets) {
 
 // snapshotSaveOptions are the flags of "snapshot save".
 type snapshotSaveOptions struct {
-	dataDir                   string
-	etcdServers               []string
-	caFile, certFile, keyFile string
+	etcdTarget
 }
 
 // source is the etcd member to take the snapshot from.
@@ -103,12 +101,8 @@ the data dir.`,
 		},
 	}
 	var fss cliflag.NamedFlagSets
-	addDataDirFlag(&fss, &o.dataDir, "Data dir of the running control plane whose embedded etcd to snapshot.")
-	etcd := fss.FlagSet("external etcd")
-	etcd.StringSliceVar(&o.etcdServers, "etcd-servers", nil, "The one member of an external etcd cluster to take the snapshot from, as for the control plane; --data-dir is not used then.")
-	etcd.StringVar(&o.caFile, "etcd-cafile", "", "CA that verifies the etcd member's serving certificate.")
-	etcd.StringVar(&o.certFile, "etcd-certfile", "", "Client certificate for the etcd member.")
-	etcd.StringVar(&o.keyFile, "etcd-keyfile", "", "Key of --etcd-certfile.")
+	o.addFlags(&fss, "snapshot")
+	fss.FlagSet("external etcd").Lookup("etcd-servers").Usage = "The one member of an external etcd cluster to take the snapshot from, as for the control plane; --data-dir is not used then."
 	addFlagSets(cmd, fss)
 	return cmd
 }

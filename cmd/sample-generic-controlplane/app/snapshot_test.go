@@ -27,9 +27,9 @@ func TestSnapshotArguments(t *testing.T) {
 			wantErr: []string{"--etcd-servers names 2 endpoints", "name one", "e.g. --etcd-servers=https://10.0.0.1:2379"},
 		},
 		{
-			name:    "save with nothing running",
+			name:    "save from a directory of something else",
 			args:    []string{"snapshot", "save", filepath.Join(empty, "s.db"), "--data-dir=" + empty},
-			wantErr: []string{"no control plane with an embedded etcd runs on data dir " + empty, "start it", "--etcd-servers"},
+			wantErr: []string{empty + " is not the data dir of a control plane", "check --data-dir"},
 		},
 		{
 			name:    "save into a missing directory",
