@@ -28,11 +28,25 @@ const compactRevKey = "compact_rev_key"
 // than compact to an older revision and fail. While a NOSPACE alarm is
 // raised that write is refused; the compaction goes ahead without it.
 func Compact(ctx context.Context, c *clientv3.Client) (int64, error) {
-	resp, err := c.Get(ctx, compactRevKey)
+	resp, err := c.Get(ctx, compactRevKey, clientv3.WithCountOnly())
 	if err != nil {
 		return 0, fmt.Errorf("reading the current etcd revision: %w", err)
 	}
 	rev := resp.Header.Revision
+	if err := recordCompaction(ctx, c, rev); err != nil && !errors.Is(err, rpctypes.ErrNoSpace) {
+		return 0, err
+	}
+	return rev, compactTo(ctx, c, rev)
+}
+
+// recordCompaction records rev in compactRevKey, unless a compactor
+// records its own round at this very moment (then compacting to rev
+// still holds).
+func recordCompaction(ctx context.Context, c *clientv3.Client, rev int64) error {
+	resp, err := c.Get(ctx, compactRevKey)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", compactRevKey, err)
+	}
 	var version int64
 	if len(resp.Kvs) > 0 {
 		version = resp.Kvs[0].Version
@@ -41,15 +55,30 @@ func Compact(ctx context.Context, c *clientv3.Client) (int64, error) {
 		If(clientv3.Compare(clientv3.Version(compactRevKey), "=", version)).
 		Then(clientv3.OpPut(compactRevKey, strconv.FormatInt(rev, 10))).
 		Commit()
-	// A failed compare means a compactor recorded its round at this very
-	// moment: compacting to the current revision still holds.
-	if err != nil && !errors.Is(err, rpctypes.ErrNoSpace) {
-		return 0, fmt.Errorf("recording the compaction revision %d in %s: %w", rev, compactRevKey, err)
+	if err != nil {
+		return fmt.Errorf("recording the compaction revision %d in %s: %w", rev, compactRevKey, err)
 	}
+	return nil
+}
+
+// compactWithoutRecord compacts to the current revision without recording
+// it: for a cluster whose NOSPACE alarm is raised, which would refuse the
+// record (and log that it did). Record it once the alarm is disarmed.
+func compactWithoutRecord(ctx context.Context, c *clientv3.Client) (int64, error) {
+	resp, err := c.Get(ctx, compactRevKey, clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("reading the current etcd revision: %w", err)
+	}
+	return resp.Header.Revision, compactTo(ctx, c, resp.Header.Revision)
+}
+
+// compactTo compacts to rev, physically; a revision compacted already is
+// no error.
+func compactTo(ctx context.Context, c *clientv3.Client, rev int64) error {
 	if _, err := c.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
-		return 0, fmt.Errorf("compacting etcd to revision %d: %w", rev, err)
+		return fmt.Errorf("compacting etcd to revision %d: %w", rev, err)
 	}
-	return rev, nil
+	return nil
 }
 
 // Defragment defragments the database of the member at endpoint: it gives

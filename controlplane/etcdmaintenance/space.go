@@ -182,7 +182,7 @@ func (m *SpaceMonitor) recover(ctx context.Context, st *Status) (*recovery, erro
 		return nil, nil
 	}
 	if st.Revision > m.compacted {
-		rev, err := Compact(ctx, m.client)
+		rev, err := compactWithoutRecord(ctx, m.client)
 		if err != nil {
 			return nil, err
 		}
@@ -215,6 +215,11 @@ func (m *SpaceMonitor) recover(ctx context.Context, st *Status) (*recovery, erro
 	}
 	if err := Disarm(ctx, m.client, alarms); err != nil {
 		return nil, err
+	}
+	// Now that writes are accepted: the API servers' compactors take the
+	// compaction over, rather than compact to an older revision and fail.
+	if err := recordCompaction(ctx, m.client, m.compacted); err != nil {
+		klog.FromContext(ctx).V(2).Info("Cannot record the compaction for the API servers' compactors", "err", err)
 	}
 	return r, nil
 }
