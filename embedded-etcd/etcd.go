@@ -29,6 +29,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/logging/zaprepeats"
 )
 
 // DefaultQuotaBackendBytes is the size at which etcd raises its NOSPACE alarm
@@ -421,7 +423,7 @@ func newLogger(level string, closing *atomic.Bool) (*zap.Logger, error) {
 	return zc.Build(
 		zap.Fields(zap.String("component", "embedded-etcd")),
 		zap.WrapCore(func(core zapcore.Core) zapcore.Core {
-			return &logFilter{Core: core, closing: closing, repeats: newRepeatLimiter(repeatInterval)}
+			return &logFilter{Core: zaprepeats.NewCore(core, zaprepeats.Interval), closing: closing}
 		}),
 	)
 }

@@ -2,11 +2,8 @@ package embeddedetcd
 
 import (
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -27,57 +24,14 @@ import (
 // Raised from info to warn: WAL repair after a crash, which may have dropped
 // the last writes and must not go unnoticed.
 //
-// Held back: a message written less than repeats' interval ago (the next
-// one written says how many were held back). A member of a cluster without
-// a quorum warns several times a second (ReadIndex retries, slow applies,
-// unhealthy peers) and would bury everything else.
+// Held back, by the zaprepeats.Core that newLogger puts between the filter
+// and the encoder: a message written less than 30 s ago (the next one
+// written says how many were held back). A member of a cluster without a quorum warns several
+// times a second (ReadIndex retries, slow applies, unhealthy peers) and
+// would bury everything else.
 type logFilter struct {
 	zapcore.Core
 	closing *atomic.Bool
-	// repeats is shared by the cores With derives; nil holds nothing back.
-	repeats *repeatLimiter
-}
-
-// repeatInterval is how often the same message of etcd's is written at most.
-const repeatInterval = 30 * time.Second
-
-// repeatLimiter admits each message at most once per interval.
-type repeatLimiter struct {
-	interval time.Duration
-	now      func() time.Time
-
-	mu   sync.Mutex
-	seen map[string]*repeats
-}
-
-type repeats struct {
-	written time.Time
-	held    int
-}
-
-func newRepeatLimiter(interval time.Duration) *repeatLimiter {
-	return &repeatLimiter{interval: interval, now: time.Now, seen: map[string]*repeats{}}
-}
-
-// admit reports whether to write message now and, if so, how many of it
-// were held back since it was last written. etcd's messages are constant
-// strings, so the map stays small.
-func (r *repeatLimiter) admit(message string) (bool, int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := r.now()
-	seen, ok := r.seen[message]
-	if !ok {
-		r.seen[message] = &repeats{written: now}
-		return true, 0
-	}
-	if now.Sub(seen.written) < r.interval {
-		seen.held++
-		return false, 0
-	}
-	held := seen.held
-	seen.written, seen.held = now, 0
-	return true, held
 }
 
 var (
@@ -89,7 +43,7 @@ var (
 )
 
 func (f *logFilter) With(fields []zapcore.Field) zapcore.Core {
-	return &logFilter{Core: f.Core.With(fields), closing: f.closing, repeats: f.repeats}
+	return &logFilter{Core: f.Core.With(fields), closing: f.closing}
 }
 
 // Enabled admits info entries whatever the level, so that Check sees the
@@ -114,15 +68,6 @@ func (f *logFilter) Write(entry zapcore.Entry, fields []zapcore.Field) error {
 	}
 	if hasErrorMatching(fields, func(msg string) bool { return strings.HasSuffix(msg, "missing term information") }) {
 		return nil
-	}
-	if f.repeats != nil {
-		write, held := f.repeats.admit(entry.Message)
-		if !write {
-			return nil
-		}
-		if held > 0 {
-			fields = append(fields, zap.Int("heldBack", held))
-		}
 	}
 	return f.Core.Write(entry, fields)
 }
