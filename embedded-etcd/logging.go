@@ -1,9 +1,12 @@
 package embeddedetcd
 
 import (
+	"errors"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -26,12 +29,19 @@ import (
 //
 // Held back, by the zaprepeats.Core that newLogger puts between the filter
 // and the encoder: a message written less than 30 s ago (the next one
-// written says how many were held back). A member of a cluster without a quorum warns several
-// times a second (ReadIndex retries, slow applies, unhealthy peers) and
-// would bury everything else.
+// written says how many were held back). A member of a cluster without a
+// quorum warns several times a second (ReadIndex retries, slow applies,
+// unhealthy peers) and would bury everything else.
+//
+// Followed by a line of ours: an entry on which etcd exits or panics
+// because the data dir's filesystem is full (a write of the WAL or the
+// database failed with ENOSPC). etcd's own line names the write that
+// failed; ours, the process's last, says what the user does about it.
 type logFilter struct {
 	zapcore.Core
 	closing *atomic.Bool
+	// dataDir is the member's, named in the line on a full filesystem.
+	dataDir string
 }
 
 var (
@@ -43,7 +53,7 @@ var (
 )
 
 func (f *logFilter) With(fields []zapcore.Field) zapcore.Core {
-	return &logFilter{Core: f.Core.With(fields), closing: f.closing}
+	return &logFilter{Core: f.Core.With(fields), closing: f.closing, dataDir: f.dataDir}
 }
 
 // Enabled admits info entries whatever the level, so that Check sees the
@@ -69,7 +79,26 @@ func (f *logFilter) Write(entry zapcore.Entry, fields []zapcore.Field) error {
 	if hasErrorMatching(fields, func(msg string) bool { return strings.HasSuffix(msg, "missing term information") }) {
 		return nil
 	}
-	return f.Core.Write(entry, fields)
+	err := f.Core.Write(entry, fields)
+	if entry.Level > zapcore.ErrorLevel && hasError(fields, isNoSpace) {
+		// etcd exits (Fatal) or panics once this returns. A member
+		// stops at the first write that fails, before it acknowledges
+		// it: what it acknowledged is in its WAL, replayed at the next
+		// start.
+		noSpace := zapcore.Entry{Level: entry.Level, Time: entry.Time, LoggerName: entry.LoggerName, Message: noSpaceMessage}
+		err = errors.Join(err, f.Core.Write(noSpace, []zapcore.Field{zap.String("dataDir", f.dataDir)}), f.Core.Sync())
+	}
+	return err
+}
+
+// noSpaceMessage is the last line of a member that stops on a full
+// filesystem.
+const noSpaceMessage = "The data dir's filesystem is full, and the embedded etcd member stops the server. Free space on it and start the server again: every write the server acknowledged is kept."
+
+// isNoSpace reports whether err is a write's failure on a full filesystem.
+// etcd wraps some errors with %v, which keeps only their text.
+func isNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), syscall.ENOSPC.Error())
 }
 
 func isListenerClosed(msg string) bool {
@@ -77,8 +106,12 @@ func isListenerClosed(msg string) bool {
 }
 
 func hasErrorMatching(fields []zapcore.Field, match func(string) bool) bool {
+	return hasError(fields, func(err error) bool { return match(err.Error()) })
+}
+
+func hasError(fields []zapcore.Field, match func(error) bool) bool {
 	for _, field := range fields {
-		if err, ok := field.Interface.(error); ok && field.Type == zapcore.ErrorType && match(err.Error()) {
+		if err, ok := field.Interface.(error); ok && field.Type == zapcore.ErrorType && match(err) {
 			return true
 		}
 	}
