@@ -29,6 +29,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/logging/zaprepeats"
 )
 
 // DefaultQuotaBackendBytes is the size at which etcd raises its NOSPACE alarm
@@ -169,7 +171,7 @@ func (cfg Config) etcdConfig(closing *atomic.Bool) (*embed.Config, error) {
 	ecfg.WarningApplyDuration = slowRequest
 	ecfg.WarningUnaryRequestDuration = slowRequest
 	ecfg.LogLevel = cfg.LogLevel
-	logger, err := newLogger(cfg.LogLevel, closing)
+	logger, err := newLogger(cfg.LogLevel, cfg.DataDir, closing)
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +406,7 @@ func ensurePrivateDir(dir string) error {
 	return nil
 }
 
-func newLogger(level string, closing *atomic.Bool) (*zap.Logger, error) {
+func newLogger(level, dataDir string, closing *atomic.Bool) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd: log level %q: %w", level, err)
@@ -421,7 +423,7 @@ func newLogger(level string, closing *atomic.Bool) (*zap.Logger, error) {
 	return zc.Build(
 		zap.Fields(zap.String("component", "embedded-etcd")),
 		zap.WrapCore(func(core zapcore.Core) zapcore.Core {
-			return &logFilter{Core: core, closing: closing, repeats: newRepeatLimiter(repeatInterval)}
+			return &logFilter{Core: zaprepeats.NewCore(core, zaprepeats.Interval), closing: closing, dataDir: dataDir}
 		}),
 	)
 }

@@ -1,10 +1,10 @@
 package embeddedetcd
 
 import (
+	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
+	"syscall"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -27,57 +27,21 @@ import (
 // Raised from info to warn: WAL repair after a crash, which may have dropped
 // the last writes and must not go unnoticed.
 //
-// Held back: a message written less than repeats' interval ago (the next
-// one written says how many were held back). A member of a cluster without
-// a quorum warns several times a second (ReadIndex retries, slow applies,
+// Held back, by the zaprepeats.Core that newLogger puts between the filter
+// and the encoder: a message written less than 30 s ago (the next one
+// written says how many were held back). A member of a cluster without a
+// quorum warns several times a second (ReadIndex retries, slow applies,
 // unhealthy peers) and would bury everything else.
+//
+// Followed by a line of ours: an entry on which etcd exits or panics
+// because the data dir's filesystem is full (a write of the WAL or the
+// database failed with ENOSPC). etcd's own line names the write that
+// failed; ours, the process's last, says what the user does about it.
 type logFilter struct {
 	zapcore.Core
 	closing *atomic.Bool
-	// repeats is shared by the cores With derives; nil holds nothing back.
-	repeats *repeatLimiter
-}
-
-// repeatInterval is how often the same message of etcd's is written at most.
-const repeatInterval = 30 * time.Second
-
-// repeatLimiter admits each message at most once per interval.
-type repeatLimiter struct {
-	interval time.Duration
-	now      func() time.Time
-
-	mu   sync.Mutex
-	seen map[string]*repeats
-}
-
-type repeats struct {
-	written time.Time
-	held    int
-}
-
-func newRepeatLimiter(interval time.Duration) *repeatLimiter {
-	return &repeatLimiter{interval: interval, now: time.Now, seen: map[string]*repeats{}}
-}
-
-// admit reports whether to write message now and, if so, how many of it
-// were held back since it was last written. etcd's messages are constant
-// strings, so the map stays small.
-func (r *repeatLimiter) admit(message string) (bool, int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := r.now()
-	seen, ok := r.seen[message]
-	if !ok {
-		r.seen[message] = &repeats{written: now}
-		return true, 0
-	}
-	if now.Sub(seen.written) < r.interval {
-		seen.held++
-		return false, 0
-	}
-	held := seen.held
-	seen.written, seen.held = now, 0
-	return true, held
+	// dataDir is the member's, named in the line on a full filesystem.
+	dataDir string
 }
 
 var (
@@ -89,7 +53,7 @@ var (
 )
 
 func (f *logFilter) With(fields []zapcore.Field) zapcore.Core {
-	return &logFilter{Core: f.Core.With(fields), closing: f.closing, repeats: f.repeats}
+	return &logFilter{Core: f.Core.With(fields), closing: f.closing, dataDir: f.dataDir}
 }
 
 // Enabled admits info entries whatever the level, so that Check sees the
@@ -115,16 +79,26 @@ func (f *logFilter) Write(entry zapcore.Entry, fields []zapcore.Field) error {
 	if hasErrorMatching(fields, func(msg string) bool { return strings.HasSuffix(msg, "missing term information") }) {
 		return nil
 	}
-	if f.repeats != nil {
-		write, held := f.repeats.admit(entry.Message)
-		if !write {
-			return nil
-		}
-		if held > 0 {
-			fields = append(fields, zap.Int("heldBack", held))
-		}
+	err := f.Core.Write(entry, fields)
+	if entry.Level > zapcore.ErrorLevel && hasError(fields, isNoSpace) {
+		// etcd exits (Fatal) or panics once this returns. A member
+		// stops at the first write that fails, before it acknowledges
+		// it: what it acknowledged is in its WAL, replayed at the next
+		// start.
+		noSpace := zapcore.Entry{Level: entry.Level, Time: entry.Time, LoggerName: entry.LoggerName, Message: noSpaceMessage}
+		err = errors.Join(err, f.Core.Write(noSpace, []zapcore.Field{zap.String("dataDir", f.dataDir)}), f.Core.Sync())
 	}
-	return f.Core.Write(entry, fields)
+	return err
+}
+
+// noSpaceMessage is the last line of a member that stops on a full
+// filesystem.
+const noSpaceMessage = "The data dir's filesystem is full, and the embedded etcd member stops the server. Free space on it and start the server again: every write the server acknowledged is kept."
+
+// isNoSpace reports whether err is a write's failure on a full filesystem.
+// etcd wraps some errors with %v, which keeps only their text.
+func isNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), syscall.ENOSPC.Error())
 }
 
 func isListenerClosed(msg string) bool {
@@ -132,8 +106,12 @@ func isListenerClosed(msg string) bool {
 }
 
 func hasErrorMatching(fields []zapcore.Field, match func(string) bool) bool {
+	return hasError(fields, func(err error) bool { return match(err.Error()) })
+}
+
+func hasError(fields []zapcore.Field, match func(error) bool) bool {
 	for _, field := range fields {
-		if err, ok := field.Interface.(error); ok && field.Type == zapcore.ErrorType && match(err.Error()) {
+		if err, ok := field.Interface.(error); ok && field.Type == zapcore.ErrorType && match(err) {
 			return true
 		}
 	}

@@ -3,16 +3,17 @@ package embeddedetcd
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
-	"slices"
-	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/logging/zaprepeats"
 )
 
 func TestCloseNoiseFilter(t *testing.T) {
@@ -90,7 +91,7 @@ func TestNewLoggerLevel(t *testing.T) {
 		{level: "error", enabled: zapcore.ErrorLevel, off: zapcore.WarnLevel},
 		{level: "debug", enabled: zapcore.DebugLevel, off: zapcore.DebugLevel - 1},
 	} {
-		logger, err := newLogger(tc.level, closing)
+		logger, err := newLogger(tc.level, "/var/lib/sgcp/etcd", closing)
 		if err != nil {
 			t.Fatalf("newLogger(%q): %v", tc.level, err)
 		}
@@ -98,11 +99,17 @@ func TestNewLoggerLevel(t *testing.T) {
 		if logger.Check(tc.enabled, "an entry") == nil || logger.Check(tc.off, "an entry") != nil {
 			t.Errorf("newLogger(%q): %s written %v, %s written %v", tc.level, tc.enabled, logger.Check(tc.enabled, "an entry") != nil, tc.off, logger.Check(tc.off, "an entry") != nil)
 		}
-		if _, ok := logger.Core().(*logFilter); !ok {
+		filter, ok := logger.Core().(*logFilter)
+		if !ok {
 			t.Errorf("newLogger(%q) core is a %T, want the close noise filter", tc.level, logger.Core())
+			continue
+		}
+		// What etcd repeats while its cluster has no quorum is held back.
+		if _, ok := filter.Core.(*zaprepeats.Core); !ok {
+			t.Errorf("newLogger(%q) filters into a %T, want one that holds back repeats", tc.level, filter.Core)
 		}
 	}
-	if _, err := newLogger("chatty", closing); err == nil {
+	if _, err := newLogger("chatty", "/var/lib/sgcp/etcd", closing); err == nil {
 		t.Error(`newLogger("chatty") succeeded`)
 	}
 }
@@ -151,37 +158,57 @@ func TestLogFilterAtWarnLevel(t *testing.T) {
 	}
 }
 
-// A message etcd repeats is written once per interval, and the next one
-// written says how many were held back; other messages are not held back.
-func TestLogFilterHoldsBackRepeats(t *testing.T) {
-	core, logs := observer.New(zapcore.WarnLevel)
-	repeats := newRepeatLimiter(time.Minute)
-	now := time.Unix(0, 0)
-	repeats.now = func() time.Time { return now }
-	logger := zap.New(&logFilter{Core: core, closing: new(atomic.Bool), repeats: repeats}).With(zap.String("component", "embedded-etcd"))
+// noExit stands in for the exit that follows a Fatal entry.
+type noExit struct{}
 
-	for range 5 {
-		logger.Warn("waiting for ReadIndex response took too long, retrying")
-		logger.Warn("prober detected unhealthy status")
-		now = now.Add(time.Second)
-	}
-	now = now.Add(time.Minute)
-	logger.Warn("waiting for ReadIndex response took too long, retrying")
+func (noExit) OnWrite(*zapcore.CheckedEntry, []zapcore.Field) {}
 
-	var got []string
-	for _, e := range logs.All() {
-		line := e.Message
-		if held, ok := e.ContextMap()["heldBack"]; ok {
-			line += fmt.Sprintf(" (held back %v)", held)
-		}
-		got = append(got, line)
-	}
-	want := []string{
-		"waiting for ReadIndex response took too long, retrying",
-		"prober detected unhealthy status",
-		"waiting for ReadIndex response took too long, retrying (held back 4)",
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("written:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+// When etcd stops on a full filesystem, its last line is followed by one
+// that names the cause and what to do; other failures are left as etcd
+// writes them.
+func TestLogFilterNamesAFullFilesystem(t *testing.T) {
+	walWrite := &fs.PathError{Op: "write", Path: "/var/lib/sgcp/etcd/member/wal/0.tmp", Err: syscall.ENOSPC}
+	for _, tc := range []struct {
+		name        string
+		log         func(*zap.Logger)
+		wantNoSpace bool
+	}{
+		{"fatal on a WAL write", func(l *zap.Logger) {
+			l.Fatal("failed to save Raft hard state and entries", zap.Error(fmt.Errorf("cutting the WAL: %w", walWrite)))
+		}, true},
+		{"fatal on an error wrapped with %v", func(l *zap.Logger) {
+			l.Fatal("failed to commit tx", zap.Error(fmt.Errorf("bbolt: %v", walWrite)))
+		}, true},
+		{"panic", func(l *zap.Logger) { l.DPanic("failed to save snapshot", zap.Error(walWrite)) }, true},
+		{"fatal for another cause", func(l *zap.Logger) {
+			l.Fatal("failed to save Raft hard state and entries", zap.Error(errors.New("input/output error")))
+		}, false},
+		{"an error etcd goes on after", func(l *zap.Logger) { l.Error("failed to purge file", zap.Error(walWrite)) }, false},
+		{"the cause in a string field only", func(l *zap.Logger) { l.Fatal("stopping", zap.String("reason", walWrite.Error())) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inner, logs := observer.New(zapcore.WarnLevel)
+			logger := zap.New(&logFilter{Core: inner, closing: new(atomic.Bool), dataDir: "/var/lib/sgcp/etcd"}, zap.WithFatalHook(noExit{})).With(zap.String("component", "embedded-etcd"))
+			tc.log(logger)
+
+			entries := logs.All()
+			last := entries[len(entries)-1]
+			if !tc.wantNoSpace {
+				if len(entries) != 1 || last.Message == noSpaceMessage {
+					t.Fatalf("written %v, want etcd's entry alone", entries)
+				}
+				return
+			}
+			if len(entries) != 2 {
+				t.Fatalf("%d entries written, want etcd's and the cause", len(entries))
+			}
+			if last.Message != noSpaceMessage || last.Level != entries[0].Level {
+				t.Errorf("last written %q at %s, want %q at %s", last.Message, last.Level, noSpaceMessage, entries[0].Level)
+			}
+			fields := last.ContextMap()
+			if fields["dataDir"] != "/var/lib/sgcp/etcd" || fields["component"] != "embedded-etcd" {
+				t.Errorf("the cause's fields are %v, want the data dir and the logger's component", fields)
+			}
+		})
 	}
 }
