@@ -180,3 +180,43 @@ func TestSpaceMonitorLogsOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestSpaceMonitorLeavesExternalMembersAlone checks that, without Recover
+// (an external cluster), the monitor reports a full database and says how
+// to recover it by hand, but neither compacts nor disarms.
+func TestSpaceMonitorLeavesExternalMembersAlone(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	_, cfg := startMember(t)
+	c, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close() //nolint:errcheck
+
+	m := NewSpaceMonitor(SpaceConfig{Client: cfg, QuotaFlag: "--quota-backend-bytes"})
+	if err := m.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	fill(t, c, "/fill")
+	if _, err := c.Delete(ctx, "/fill/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	m.Check(ctx)
+	err = m.ReadyzCheck().Check(&http.Request{})
+	for _, want := range []string{"NOSPACE alarm is raised", `"sample-generic-controlplane etcd compact"`, "--quota-backend-bytes"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("readiness of an external cluster with a full database: want %q, got %v", want, err)
+		}
+	}
+	st, err := GetStatus(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.AlarmsOf(NoSpace)) == 0 {
+		t.Error("the monitor disarmed the alarm of an external cluster's member")
+	}
+	if _, err := c.Get(ctx, "/fill/0", clientv3.WithRev(2)); err != nil {
+		t.Errorf("the monitor compacted an external cluster's history: %v", err)
+	}
+}
