@@ -144,6 +144,9 @@ func checkReachable(ctx context.Context, cfg clientv3.Config) error {
 // cfg.DialTimeout: the client alone would retry an endpoint that does not
 // answer, or refuses the credentials, without end.
 func Connect(ctx context.Context, cfg clientv3.Config) (*clientv3.Client, error) {
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = snapshotConnectTimeout
+	}
 	client, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to etcd at %s: %w", strings.Join(cfg.Endpoints, ","), err)

@@ -3,6 +3,7 @@ package etcdmaintenance
 import (
 	"sync"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 )
@@ -47,30 +48,43 @@ var registerMetrics = sync.OnceFunc(func() {
 	legacyregistry.MustRegister(dbSizeMetric, dbSizeInUseMetric, dbQuotaMetric, alarmMetric)
 })
 
-// metricsMu keeps one check's reset and sets from interleaving with another's.
-var metricsMu sync.Mutex
+// spaceSeries are the label values of the gauges one monitor set.
+type spaceSeries struct {
+	members sets.Set[string]
+	alarms  sets.Set[[2]string]
+}
 
-// setSpaceMetrics sets the gauges from a check: the series of members that
-// did not answer, and of alarms no longer raised, go.
-func setSpaceMetrics(st *Status) {
+// setSpaceMetrics sets the gauges from a check, and deletes the series
+// that prev (what the monitor set last) has and st has not: of members
+// that did not answer, and of alarms no longer raised. Series of other
+// monitors in the process (several control planes in one test) are left
+// alone.
+func setSpaceMetrics(prev *spaceSeries, st *Status) *spaceSeries {
 	registerMetrics()
-	metricsMu.Lock()
-	defer metricsMu.Unlock()
-	for _, g := range []*metrics.GaugeVec{dbSizeMetric, dbSizeInUseMetric, dbQuotaMetric, alarmMetric} {
-		g.Reset()
-	}
+	cur := &spaceSeries{members: sets.New[string](), alarms: sets.New[[2]string]()}
 	for _, m := range st.Members {
 		if !m.Reached() {
 			continue
 		}
 		name := m.DisplayName()
+		cur.members.Insert(name)
 		dbSizeMetric.WithLabelValues(name).Set(float64(m.DBSize))
 		dbSizeInUseMetric.WithLabelValues(name).Set(float64(m.DBSizeInUse))
-		if m.Quota > 0 {
-			dbQuotaMetric.WithLabelValues(name).Set(float64(m.Quota))
-		}
+		dbQuotaMetric.WithLabelValues(name).Set(float64(m.Quota))
 	}
 	for _, a := range st.Alarms {
+		cur.alarms.Insert([2]string{a.Member, a.Type})
 		alarmMetric.WithLabelValues(a.Member, a.Type).Set(1)
 	}
+	if prev != nil {
+		for name := range prev.members.Difference(cur.members) {
+			for _, g := range []*metrics.GaugeVec{dbSizeMetric, dbSizeInUseMetric, dbQuotaMetric} {
+				g.DeleteLabelValues(name)
+			}
+		}
+		for a := range prev.alarms.Difference(cur.alarms) {
+			alarmMetric.DeleteLabelValues(a[0], a[1])
+		}
+	}
+	return cur
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,8 +20,8 @@ import (
 
 const (
 	// DefaultSpaceInterval is how often the space monitor asks etcd for its
-	// database size and alarms: a status call and an alarm list, answered
-	// from memory.
+	// database size and alarms: a status call each member answers from
+	// memory (GetStatus).
 	DefaultSpaceInterval = 5 * time.Second
 
 	// RecoverBelow is the part of the quota under which the monitor gives
@@ -33,8 +35,12 @@ const (
 	// delete much more.
 	RecoverBelow = 0.8
 
-	// checkTimeout bounds one round of checks, recovery included.
-	checkTimeout = time.Minute
+	// statusTimeout bounds the status requests of a check.
+	statusTimeout = 10 * time.Second
+	// maintenanceTimeout bounds a compaction and a defragmentation, which
+	// take a while for a database of gigabytes (and block the start of a
+	// server on a full one: it cannot write before).
+	maintenanceTimeout = 10 * time.Minute
 	// reminderInterval is how often the log repeats that the alarm is
 	// still raised.
 	reminderInterval = 10 * time.Minute
@@ -82,8 +88,14 @@ type SpaceMonitor struct {
 	raisedSince time.Time
 	checks      int
 	reminded    time.Time
-	// compacted is the revision the monitor compacted to last.
-	compacted int64
+	// The recovery's state, touched by Check alone (which runs one at a
+	// time): the revision the monitor compacted to last, and the in-use
+	// size after its last defragmentation (another one gives nothing
+	// back until deletions lowered it).
+	compacted      int64
+	defraggedInUse int64
+	// series are the gauges' label values the monitor set last.
+	series *spaceSeries
 }
 
 // NewSpaceMonitor returns a monitor that does nothing until Open.
@@ -91,7 +103,7 @@ func NewSpaceMonitor(cfg SpaceConfig) *SpaceMonitor {
 	if cfg.Interval == 0 {
 		cfg.Interval = DefaultSpaceInterval
 	}
-	return &SpaceMonitor{cfg: cfg, now: time.Now}
+	return &SpaceMonitor{cfg: cfg, now: time.Now, defraggedInUse: math.MaxInt64}
 }
 
 // Open connects to etcd. With Recover it checks once before it returns,
@@ -124,17 +136,15 @@ func (m *SpaceMonitor) Close() {
 
 // Check asks etcd for its status once: it updates the metrics and the
 // readiness check, logs what changed, and recovers the member when it can.
+// Checks run one at a time (Open, then Run).
 func (m *SpaceMonitor) Check(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
-	defer cancel()
-	st, err := GetStatus(ctx, m.client)
+	st, err := m.getStatus(ctx)
 	if st == nil {
 		// etcd's own health checks report an etcd that does not answer.
 		logger.V(2).Info("Cannot check the etcd database's space", "err", err)
 		return
 	}
-	setSpaceMetrics(st)
 	var recovered *recovery
 	if m.cfg.Recover && len(st.AlarmsOf(NoSpace)) > 0 {
 		recovered, err = m.recover(ctx, st)
@@ -142,15 +152,31 @@ func (m *SpaceMonitor) Check(ctx context.Context) {
 			logger.Error(err, "Cannot recover etcd from a full database yet; the next check tries again")
 		}
 		if recovered != nil {
-			if after, err := GetStatus(ctx, m.client); after != nil {
+			if after, _ := m.getStatus(ctx); after != nil {
 				st = after
-				setSpaceMetrics(st)
 			} else {
-				logger.V(2).Info("Cannot check the etcd database's space", "err", err)
+				st = st.withoutAlarms(recovered.disarmed)
 			}
 		}
 	}
+	m.series = setSpaceMetrics(m.series, st)
 	m.record(logger, st, recovered)
+}
+
+// getStatus is GetStatus within statusTimeout. While the alarms cannot be
+// listed, it keeps those of the previous check.
+func (m *SpaceMonitor) getStatus(ctx context.Context) (*Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	st, err := GetStatus(ctx, m.client)
+	if st != nil && st.AlarmsErr != nil {
+		m.mu.Lock()
+		if m.status != nil {
+			st.Alarms = m.status.Alarms
+		}
+		m.mu.Unlock()
+	}
+	return st, err
 }
 
 // recovery is what the monitor did to give a full member its writes back.
@@ -160,12 +186,19 @@ type recovery struct {
 	sizeBefore, sizeAt int64
 	quota              int64
 	defragmented       bool
+	disarmed           []Alarm
 }
 
-// recover compacts the history of the member at the one endpoint while it
-// has a NOSPACE alarm, and, once the data in use is under RecoverBelow of
-// the quota, defragments it (when the database file is over that too) and
-// disarms the alarm. It returns nil, nil while there is not yet room.
+// recover makes room in the member at the one endpoint while a NOSPACE
+// alarm is raised: it compacts the history, and once the data in use is
+// under RecoverBelow of the quota, defragments the member when its file is
+// over that too, and disarms the member's alarm (and those of members the
+// cluster no longer has, which nobody else would). It returns nil, nil
+// while there is not yet room, or when the alarm is another member's.
+//
+// Its member is defragmented while another member's alarm is raised too:
+// etcd raises one NOSPACE alarm at a time, and a member over its quota
+// would raise the next as soon as the other server disarmed its own.
 func (m *SpaceMonitor) recover(ctx context.Context, st *Status) (*recovery, error) {
 	own := m.ownMember(st)
 	if own == nil {
@@ -173,32 +206,35 @@ func (m *SpaceMonitor) recover(ctx context.Context, st *Status) (*recovery, erro
 	}
 	var alarms []Alarm
 	for _, a := range st.AlarmsOf(NoSpace) {
-		if a.MemberID == own.ID {
+		if a.MemberID == own.ID || st.member(a.MemberID) < 0 {
 			alarms = append(alarms, a)
 		}
 	}
-	if len(alarms) == 0 {
-		// Another member's: its own server recovers it.
-		return nil, nil
-	}
+	ctx, cancel := context.WithTimeout(ctx, maintenanceTimeout)
+	defer cancel()
+	name := own.DisplayName()
 	if st.Revision > m.compacted {
 		rev, err := compactWithoutRecord(ctx, m.client)
 		if err != nil {
 			return nil, err
 		}
 		m.compacted = rev
-		name := own.Name
+		// The pages the compaction freed may not all count yet; the
+		// next check sees the rest.
 		if own, err = m.memberStatus(ctx, own.Endpoint); err != nil {
 			return nil, err
 		}
-		own.Name = name
 	}
 	limit := recoverLimit(own.Quota)
 	if own.DBSizeInUse > limit {
 		return nil, nil
 	}
-	r := &recovery{member: own.DisplayName(), revision: m.compacted, sizeBefore: own.DBSize, sizeAt: own.DBSize, quota: own.Quota}
+	r := &recovery{member: name, revision: m.compacted, sizeBefore: own.DBSize, sizeAt: own.DBSize, quota: own.Quota}
 	if own.DBSize > limit {
+		if own.DBSizeInUse >= m.defraggedInUse {
+			// Defragmented already, and nothing deleted since.
+			return nil, nil
+		}
 		if err := Defragment(ctx, m.client, own.Endpoint); err != nil {
 			return nil, err
 		}
@@ -206,16 +242,22 @@ func (m *SpaceMonitor) recover(ctx context.Context, st *Status) (*recovery, erro
 		if err != nil {
 			return nil, err
 		}
-		r.sizeAt, r.defragmented = after.DBSize, true
+		r.sizeAt, r.defragmented, m.defraggedInUse = after.DBSize, true, after.DBSizeInUse
 		if after.DBSize > limit {
 			// The in-use size undercounts what a defragmented file
 			// needs; wait for more deletions.
 			return nil, nil
 		}
 	}
+	if len(alarms) == 0 {
+		// Room in this member; the alarm is another's, whose server
+		// recovers it.
+		return nil, nil
+	}
 	if err := Disarm(ctx, m.client, alarms); err != nil {
 		return nil, err
 	}
+	r.disarmed, m.defraggedInUse = alarms, math.MaxInt64
 	// Now that writes are accepted: the API servers' compactors take the
 	// compaction over, rather than compact to an older revision and fail.
 	if err := recordCompaction(ctx, m.client, m.compacted); err != nil {
@@ -298,12 +340,26 @@ func (m *SpaceMonitor) advice(st *Status) string {
 		}
 	}
 	b.WriteString("), so etcd refuses every write but deletions; reads are still served. ")
+	if m.cfg.Recover && !m.ownAlarm(st) {
+		b.WriteString("Delete objects you no longer need: the server of the member whose alarm it is compacts, defragments and disarms it once the data in use is under 80% of the quota (\"sample-generic-controlplane etcd status\" on that server shows it; \"etcd alarm disarm\" there disarms it by hand).")
+		return b.String()
+	}
 	if m.cfg.Recover {
 		fmt.Fprintf(&b, "Delete objects you no longer need: once the data in use is under %d%% of the quota, the control plane compacts, defragments and disarms the alarm itself. Or stop the control plane and start it with a larger %s.", int(RecoverBelow*100), m.cfg.QuotaFlag)
 		return b.String()
 	}
 	fmt.Fprintf(&b, "Delete objects you no longer need, then compact, defragment and disarm (\"sample-generic-controlplane etcd compact\", \"etcd defrag\" and \"etcd alarm disarm\" with --etcd-servers, or etcdctl); or raise the members' %s.", m.cfg.QuotaFlag)
 	return b.String()
+}
+
+// ownAlarm reports whether a NOSPACE alarm raised is the monitor's own
+// member's, or of a member the cluster no longer has (which the monitor
+// disarms too).
+func (m *SpaceMonitor) ownAlarm(st *Status) bool {
+	own := m.ownMember(st)
+	return slices.ContainsFunc(st.AlarmsOf(NoSpace), func(a Alarm) bool {
+		return own == nil || a.MemberID == own.ID || st.member(a.MemberID) < 0
+	})
 }
 
 func spaceFields(st *Status, alarms []Alarm) []any {

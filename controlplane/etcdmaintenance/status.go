@@ -8,8 +8,10 @@ package etcdmaintenance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -28,6 +30,10 @@ type Status struct {
 	Revision int64
 	// Alarms are the cluster's active alarms.
 	Alarms []Alarm
+	// AlarmsErr is why the alarms are not known: an endpoint reported
+	// one, and the cluster could not list them (e.g. it has no quorum).
+	// Alarms is empty then.
+	AlarmsErr error
 }
 
 // MemberStatus is one member of the cluster: what the cluster knows of it
@@ -86,25 +92,25 @@ type Alarm struct {
 // the cluster refuses every write but deletions until it is disarmed.
 const NoSpace = "NOSPACE"
 
-// GetStatus asks the cluster for its members and alarms, and each of the
-// client's endpoints for its member's status. It fails when the cluster
-// cannot be asked at all; an endpoint that does not answer is reported in
-// its member's Err (or, when no member is known to answer there, in the
-// error with the others).
+// GetStatus asks each of the client's endpoints for its member's status
+// and the members it knows of, and, when one of them reports an alarm, the
+// cluster for its alarms. Each of these is answered by the member from
+// what it holds, without a quorum (and by a learner), but the list of
+// alarms: etcd agrees on it through its log, so it is asked for only when
+// a member's status says there is one. It fails when no endpoint answers;
+// an endpoint that does not answer is reported in its member's Err (or,
+// when no member is known to answer there, in the error with the others).
 func GetStatus(ctx context.Context, c *clientv3.Client) (*Status, error) {
-	members, err := c.MemberList(ctx)
+	members, err := c.MemberList(ctx, clientv3.WithSerializable())
 	if err != nil {
 		return nil, fmt.Errorf("listing the etcd members: %w", err)
-	}
-	alarms, err := c.AlarmList(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("listing the etcd alarms: %w", err)
 	}
 	st := &Status{}
 	for _, m := range members.Members {
 		st.Members = append(st.Members, MemberStatus{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, Learner: m.IsLearner})
 	}
 	var errs []error
+	alarmed := false
 	for _, endpoint := range c.Endpoints() {
 		resp, err := c.Status(ctx, endpoint)
 		if err != nil {
@@ -127,13 +133,29 @@ func GetStatus(ctx context.Context, c *clientv3.Client) (*Status, error) {
 		if st.Revision == 0 {
 			st.LeaderID, st.Revision = resp.Leader, resp.Header.Revision
 		}
-	}
-	for _, a := range alarms.Alarms {
-		alarm := Alarm{MemberID: a.MemberID, Member: fmt.Sprintf("%x", a.MemberID), Type: a.Alarm.String()}
-		if i := st.member(a.MemberID); i >= 0 {
-			alarm.Member = st.Members[i].DisplayName()
+		// Each active alarm is an entry "memberID:… alarm:…" of the
+		// member's own (the cluster's alarms, as it applied them).
+		for _, e := range resp.Errors {
+			alarmed = alarmed || strings.Contains(e, "alarm:")
 		}
-		st.Alarms = append(st.Alarms, alarm)
+	}
+	if !slices.ContainsFunc(st.Members, MemberStatus.Reached) {
+		return nil, utilerrors.NewAggregate(append(errs, errors.New("no etcd endpoint answered")))
+	}
+	if alarmed {
+		alarms, err := c.AlarmList(ctx)
+		if err != nil {
+			st.AlarmsErr = fmt.Errorf("listing the etcd alarms: %w", err)
+			errs = append(errs, st.AlarmsErr)
+		} else {
+			for _, a := range alarms.Alarms {
+				alarm := Alarm{MemberID: a.MemberID, Member: fmt.Sprintf("%x", a.MemberID), Type: a.Alarm.String()}
+				if i := st.member(a.MemberID); i >= 0 {
+					alarm.Member = st.Members[i].DisplayName()
+				}
+				st.Alarms = append(st.Alarms, alarm)
+			}
+		}
 	}
 	return st, utilerrors.NewAggregate(errs)
 }
@@ -166,4 +188,11 @@ func (s *Status) AlarmsOf(alarmType string) []Alarm {
 		}
 	}
 	return alarms
+}
+
+// withoutAlarms is a copy of the status without those alarms.
+func (s *Status) withoutAlarms(alarms []Alarm) *Status {
+	c := *s
+	c.Alarms = slices.DeleteFunc(slices.Clone(s.Alarms), func(a Alarm) bool { return slices.Contains(alarms, a) })
+	return &c
 }

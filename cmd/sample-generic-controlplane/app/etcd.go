@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
@@ -75,6 +76,17 @@ func (o *etcdTarget) endpoints() ([]string, error) {
 	return []string{endpoint}, nil
 }
 
+// Timeouts of the etcd commands: a member without a quorum answers
+// nothing that needs one, and its client retries for a long while.
+const (
+	etcdRequestTimeout     = 30 * time.Second
+	etcdMaintenanceTimeout = 10 * time.Minute
+)
+
+// maxRequestBytes is etcd's default --max-request-bytes: a member whose
+// database is within it of the quota raises NOSPACE at the next large write.
+const maxRequestBytes = 3 << 19
+
 // connect returns a client of the members, once one of them answered.
 func (o *etcdTarget) connect(ctx context.Context) (*clientv3.Client, error) {
 	endpoints, err := o.endpoints()
@@ -100,12 +112,14 @@ is disarmed. The peers of an embedded member listen on sockets on their own mach
 command there for their sizes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			client, err := o.connect(cmd.Context())
+			ctx, cancel := context.WithTimeout(cmd.Context(), etcdRequestTimeout)
+			defer cancel()
+			client, err := o.connect(ctx)
 			if err != nil {
 				return err
 			}
 			defer client.Close() //nolint:errcheck // nothing to flush
-			st, err := etcdmaintenance.GetStatus(cmd.Context(), client)
+			st, err := etcdmaintenance.GetStatus(ctx, client)
 			if st == nil {
 				return err
 			}
@@ -153,6 +167,10 @@ func printEtcdStatus(out io.Writer, st *etcdmaintenance.Status) error {
 	if st.Leader() == nil {
 		fmt.Fprintln(out, "Leader:   none: the cluster has no quorum, or the members asked do not know it")
 	}
+	if st.AlarmsErr != nil {
+		fmt.Fprintf(out, "Alarms:   unknown: a member reports one, and %v\n", st.AlarmsErr)
+		return nil
+	}
 	return printAlarms(out, st.Alarms)
 }
 
@@ -193,12 +211,14 @@ Needed by hand when the NOSPACE alarm is raised on an external cluster: the API 
 compaction is a write, which the alarm refuses.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			client, err := o.connect(cmd.Context())
+			ctx, cancel := context.WithTimeout(cmd.Context(), etcdMaintenanceTimeout)
+			defer cancel()
+			client, err := o.connect(ctx)
 			if err != nil {
 				return err
 			}
 			defer client.Close() //nolint:errcheck // nothing to flush
-			rev, err := etcdmaintenance.Compact(cmd.Context(), client)
+			rev, err := etcdmaintenance.Compact(ctx, client)
 			if err != nil {
 				return err
 			}
@@ -228,20 +248,22 @@ recover from the NOSPACE alarm. The control plane defragments its embedded membe
 it starts with more than half of the file free, and when it recovers from a full database.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			client, err := o.connect(cmd.Context())
+			ctx, cancel := context.WithTimeout(cmd.Context(), etcdMaintenanceTimeout)
+			defer cancel()
+			client, err := o.connect(ctx)
 			if err != nil {
 				return err
 			}
 			defer client.Close() //nolint:errcheck // nothing to flush
 			for _, endpoint := range client.Endpoints() {
-				before, err := client.Status(cmd.Context(), endpoint)
+				before, err := client.Status(ctx, endpoint)
 				if err != nil {
 					return fmt.Errorf("etcd at %s: %w", endpoint, err)
 				}
-				if err := etcdmaintenance.Defragment(cmd.Context(), client, endpoint); err != nil {
+				if err := etcdmaintenance.Defragment(ctx, client, endpoint); err != nil {
 					return err
 				}
-				after, err := client.Status(cmd.Context(), endpoint)
+				after, err := client.Status(ctx, endpoint)
 				if err != nil {
 					return fmt.Errorf("etcd at %s: %w", endpoint, err)
 				}
@@ -264,12 +286,14 @@ func newEtcdAlarmListCommand() *cobra.Command {
 		Short: "List etcd's active alarms",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			client, err := o.connect(cmd.Context())
+			ctx, cancel := context.WithTimeout(cmd.Context(), etcdRequestTimeout)
+			defer cancel()
+			client, err := o.connect(ctx)
 			if err != nil {
 				return err
 			}
 			defer client.Close() //nolint:errcheck // nothing to flush
-			st, err := etcdmaintenance.GetStatus(cmd.Context(), client)
+			st, err := etcdmaintenance.GetStatus(ctx, client)
 			if st == nil {
 				return err
 			}
@@ -293,12 +317,14 @@ what you no longer need, "etcd compact" and "etcd defrag" first. The command ref
 a NOSPACE alarm while a member it reaches is still over its quota.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			client, err := o.connect(cmd.Context())
+			ctx, cancel := context.WithTimeout(cmd.Context(), etcdRequestTimeout)
+			defer cancel()
+			client, err := o.connect(ctx)
 			if err != nil {
 				return err
 			}
 			defer client.Close() //nolint:errcheck // nothing to flush
-			st, err := etcdmaintenance.GetStatus(cmd.Context(), client)
+			st, err := etcdmaintenance.GetStatus(ctx, client)
 			if st == nil {
 				return err
 			}
@@ -307,12 +333,12 @@ a NOSPACE alarm while a member it reaches is still over its quota.`,
 				return nil
 			}
 			for _, m := range st.Members {
-				if m.Reached() && m.Quota > 0 && m.DBSize >= m.Quota && len(st.AlarmsOf(etcdmaintenance.NoSpace)) > 0 {
-					return fmt.Errorf("member %s's database (%s) is still at its quota (%s): the next write would raise the NOSPACE alarm again. Delete what you no longer need, then run \"etcd compact\" and \"etcd defrag\", and disarm after",
-						m.DisplayName(), humanize.IBytes(uint64(m.DBSize)), humanize.IBytes(uint64(m.Quota)))
+				if m.Reached() && m.Quota > 0 && m.DBSize+maxRequestBytes >= m.Quota && len(st.AlarmsOf(etcdmaintenance.NoSpace)) > 0 {
+					return fmt.Errorf("member %s's database (%s) is still at its quota (%s, less the %s of the largest write): the next write would raise the NOSPACE alarm again. Delete what you no longer need, then run \"etcd compact\" and \"etcd defrag\", and disarm after",
+						m.DisplayName(), humanize.IBytes(uint64(m.DBSize)), humanize.IBytes(uint64(m.Quota)), humanize.IBytes(maxRequestBytes))
 				}
 			}
-			if err := etcdmaintenance.Disarm(cmd.Context(), client, st.Alarms); err != nil {
+			if err := etcdmaintenance.Disarm(ctx, client, st.Alarms); err != nil {
 				return err
 			}
 			for _, a := range st.Alarms {
