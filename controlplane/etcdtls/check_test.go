@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/server/v3/embed"
+
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdtls"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdtls/etcdtlstest"
 )
@@ -54,6 +56,9 @@ func TestCheck(t *testing.T) {
 	creds := credentials(t)
 	foreign := credentials(t)
 	member := etcdtlstest.StartMember(t, creds)
+	// A member of TLS 1.2 refuses a client certificate in the handshake,
+	// and a missing one with an alert that does not say so.
+	member12 := etcdtlstest.StartMember(t, creds, func(cfg *embed.Config) { cfg.TlsMaxVersion = "TLS1.2" })
 	localhost := strings.Replace(member, "127.0.0.1", "localhost", 1)
 	plain := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(plain.Close)
@@ -91,7 +96,7 @@ func TestCheck(t *testing.T) {
 			endpoints: []string{member},
 			files:     with(func(f *etcdtls.Files) { f.CAFile = foreign.CAFile }),
 			wantFlag:  "--etcd-cafile", wantEndpoint: member,
-			want: []string{"does not trust", "set it to the CA that signed the members' certificates"},
+			want: []string{"does not trust", "set it to the CA that signed the members' serving certificates (etcd's --cert-file)"},
 		},
 		{
 			name:      "no CA: the system's do not sign the member's certificate",
@@ -107,6 +112,21 @@ func TestCheck(t *testing.T) {
 			wantFlag:  "--etcd-certfile", wantEndpoint: member,
 			want: []string{"the etcd member at " + member + " requires a client certificate", "set --etcd-certfile and --etcd-keyfile"},
 		},
+		{
+			name:      "no client certificate, TLS 1.2",
+			endpoints: []string{member12},
+			files:     etcdtls.Files{CAFile: creds.CAFile},
+			wantFlag:  "--etcd-certfile", wantEndpoint: member12,
+			want: []string{"the etcd member at " + member12 + " requires a client certificate (remote error: tls: handshake failure)"},
+		},
+		{
+			name:      "a client certificate of another CA, TLS 1.2",
+			endpoints: []string{member12},
+			files:     with(func(f *etcdtls.Files) { f.CertFile, f.KeyFile = foreign.ClientCertFile, foreign.ClientKeyFile }),
+			wantFlag:  "--etcd-certfile", wantEndpoint: member12,
+			want: []string{"refuses this client certificate (remote error: tls: unknown certificate authority)"},
+		},
+		{name: "right files, TLS 1.2", endpoints: []string{member12}, files: right},
 		{
 			name:      "a client certificate of another CA",
 			endpoints: []string{member},

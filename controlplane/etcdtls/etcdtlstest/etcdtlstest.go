@@ -105,8 +105,9 @@ func (c *Credentials) ConfigureMember(cfg *embed.Config) {
 
 // StartMember starts a cluster of one member in-process on 127.0.0.1, with
 // c's TLS, and returns its client URL once it serves. It is closed when
-// the test ends.
-func StartMember(t testing.TB, c *Credentials) string {
+// the test ends. Options change its configuration before it starts, e.g.
+// its TLS versions.
+func StartMember(t testing.TB, c *Credentials, options ...func(*embed.Config)) string {
 	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Name = "m0"
@@ -119,6 +120,9 @@ func StartMember(t testing.TB, c *Credentials) string {
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.InitialCluster = cfg.Name + "=" + peer.String()
 	c.ConfigureMember(cfg)
+	for _, option := range options {
+		option(cfg)
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		t.Fatalf("starting etcd with TLS: %v", err)
