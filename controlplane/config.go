@@ -76,13 +76,20 @@ type completedConfig struct {
 // upstream's, it needs the secure port bound (CompletedOptions.Listen) and
 // a reachable etcd (the storage factory talks to it): etcd is the started
 // embedded member (nil with --etcd-servers), which elects itself while the
-// configuration is built. NewConfig returns once both are done.
+// configuration is built. NewConfig returns once both are done. With
+// --etcd-servers it first checks the TLS to the external etcd
+// (checkExternalEtcd).
 func NewConfig(ctx context.Context, opts CompletedOptions, etcd *embeddedetcd.Server) (*Config, error) {
 	if _, ok := opts.ControlPlane.SecureServing.Listener.(*servingListener); !ok {
 		return nil, errors.New("the secure port is not bound: call CompletedOptions.Listen before NewConfig")
 	}
 	if (opts.EmbeddedEtcd != nil) != (etcd != nil) {
 		return nil, errors.New("the embedded etcd member must be given exactly when the options ask for one: pass what CompletedOptions.StartEtcd returned")
+	}
+	if etcd == nil {
+		if err := checkExternalEtcd(ctx, opts.ControlPlane.Etcd.StorageConfig.Transport); err != nil {
+			return nil, err
+		}
 	}
 	logger := klog.FromContext(ctx)
 	etcdReady := make(chan error, 1)

@@ -97,7 +97,7 @@ func TestKubeHyperMini(t *testing.T) {
 func TestKubeCore(t *testing.T) {
 	etcd := startEtcdCluster(t, 1)
 	p := &binaryProvider{binary: buildExample(t, "kube-core"), startTimeout: readyTimeout}
-	c := startClusterWith(t, p, Spec{Flags: []string{"--etcd-servers=" + etcd[0].clientURL()}})
+	c := startClusterWith(t, p, Spec{Flags: etcdFlags(etcd[0])})
 
 	kubectl(t, c, "create", "namespace", "core")
 	kubectl(t, c, "create", "configmap", "stored", "-n", "core")

@@ -15,14 +15,19 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdtls"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdtls/etcdtlstest"
 )
 
 // externalEtcdProvider runs a control plane the way users run it on more
 // than one machine: an etcd cluster of three members, each a process of
 // its own (etcd built from the pinned go.etcd.io/etcd/server/v3, as make
 // bench builds its anchor), and replicas of the binary on it, sharing one
-// PKI (docs/user-guide.md, "High availability"). Everything listens on
-// loopback.
+// PKI (docs/user-guide.md, "High availability"). The members serve clients
+// and each other over TLS and require client certificates, of a CA of the
+// cluster's own; the replicas reach them with --etcd-cafile,
+// --etcd-certfile and --etcd-keyfile. Everything listens on loopback.
 type externalEtcdProvider struct {
 	// binary starts, stops and kills the replicas.
 	binary *binaryProvider
@@ -35,13 +40,14 @@ type externalEtcdProvider struct {
 var (
 	_ Provider    = (*externalEtcdProvider)(nil)
 	_ EtcdMembers = (*externalEtcdProvider)(nil)
+	_ EtcdClients = (*externalEtcdProvider)(nil)
 )
 
 func (p *externalEtcdProvider) Name() string { return "external-etcd" }
 
 func (p *externalEtcdProvider) Can(a Action) bool {
 	switch a {
-	case ActionStart, ActionRestart, ActionKill, ActionLogs, ActionEtcdMembers, ActionReplicas, ActionReachTestHost:
+	case ActionStart, ActionRestart, ActionKill, ActionLogs, ActionEtcdMembers, ActionEtcdClient, ActionReplicas, ActionReachTestHost:
 		return true
 	}
 	return false
@@ -50,6 +56,8 @@ func (p *externalEtcdProvider) Can(a Action) bool {
 // etcdCluster is the etcd cluster under one control plane's replicas.
 type etcdCluster struct {
 	members []*etcdProcess
+	// creds are the cluster's TLS credentials.
+	creds *etcdtlstest.Credentials
 }
 
 // etcdProcess is one member of an etcdCluster.
@@ -58,6 +66,9 @@ type etcdProcess struct {
 	clientURL, peerURL string
 	binary             string
 	args               []string
+	// client asks the member for its health, over TLS with a client
+	// certificate.
+	client *http.Client
 	// runs counts the member's starts, to name each run's log.
 	runs int
 	cmd  *exec.Cmd
@@ -82,7 +93,7 @@ func (p *externalEtcdProvider) Start(ctx context.Context, spec Spec) (c *Cluster
 			etcd.stop()
 		}
 	}()
-	flags := append([]string{"--etcd-servers=" + etcd.clientURLs()}, spec.Flags...)
+	flags := append(etcd.access().Flags(), spec.Flags...)
 	for i := range p.replicas {
 		rspec := Spec{WorkDir: filepath.Join(spec.WorkDir, fmt.Sprintf("replica-%d", i)), Flags: flags}
 		if i == 0 {
@@ -153,6 +164,14 @@ func (p *externalEtcdProvider) StartMember(ctx context.Context, c *Cluster, i in
 	return m.start(ctx)
 }
 
+func (p *externalEtcdProvider) EtcdAccess(c *Cluster) (EtcdAccess, error) {
+	etcd, ok := c.infra.(*etcdCluster)
+	if !ok {
+		return EtcdAccess{}, errors.New("control plane was not started by provider external-etcd")
+	}
+	return etcd.access(), nil
+}
+
 func (p *externalEtcdProvider) member(c *Cluster, i int) (*etcdProcess, error) {
 	etcd, ok := c.infra.(*etcdCluster)
 	if !ok {
@@ -167,7 +186,16 @@ func (p *externalEtcdProvider) member(c *Cluster, i int) (*etcdProcess, error) {
 // startEtcd starts p.members etcd processes under dir as one new cluster
 // and returns once each serves clients.
 func (p *externalEtcdProvider) startEtcd(ctx context.Context, dir string) (*etcdCluster, error) {
-	etcd := &etcdCluster{}
+	creds, err := etcdtlstest.NewCredentials(filepath.Join(dir, "tls"))
+	if err != nil {
+		return nil, err
+	}
+	etcd := &etcdCluster{creds: creds}
+	tlsConfig, err := etcdtls.Files{CAFile: creds.CAFile, CertFile: creds.ClientCertFile, KeyFile: creds.ClientKeyFile}.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: 5 * time.Second}
 	var initialCluster []string
 	for i := range p.members {
 		clientPort, err := freePort()
@@ -180,8 +208,9 @@ func (p *externalEtcdProvider) startEtcd(ctx context.Context, dir string) (*etcd
 		}
 		m := &etcdProcess{
 			name:      fmt.Sprintf("m%d", i),
-			clientURL: fmt.Sprintf("http://127.0.0.1:%d", clientPort),
-			peerURL:   fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+			clientURL: fmt.Sprintf("https://127.0.0.1:%d", clientPort),
+			peerURL:   fmt.Sprintf("https://127.0.0.1:%d", peerPort),
+			client:    client,
 		}
 		m.dir = filepath.Join(dir, m.name)
 		initialCluster = append(initialCluster, m.name+"="+m.peerURL)
@@ -197,6 +226,7 @@ func (p *externalEtcdProvider) startEtcd(ctx context.Context, dir string) (*etcd
 			"--initial-cluster-token=e2e", "--initial-cluster-state=new",
 			"--log-level=warn",
 		}
+		m.args = append(m.args, creds.MemberFlags()...)
 		m.binary = p.etcd
 		if err := os.MkdirAll(m.dir, 0o700); err != nil {
 			return nil, err
@@ -219,13 +249,13 @@ func (p *externalEtcdProvider) startEtcd(ctx context.Context, dir string) (*etcd
 	return etcd, nil
 }
 
-// clientURLs is the --etcd-servers value for the cluster.
-func (e *etcdCluster) clientURLs() string {
-	var urls []string
+// access is how clients reach the cluster.
+func (e *etcdCluster) access() EtcdAccess {
+	a := EtcdAccess{CAFile: e.creds.CAFile, CertFile: e.creds.ClientCertFile, KeyFile: e.creds.ClientKeyFile}
 	for _, m := range e.members {
-		urls = append(urls, m.clientURL)
+		a.Endpoints = append(a.Endpoints, m.clientURL)
 	}
-	return strings.Join(urls, ",")
+	return a
 }
 
 // logTails prints the end of each member's log of its current (or last) run.
@@ -288,7 +318,7 @@ func (m *etcdProcess) waitServing(ctx context.Context) error {
 		if err != nil {
 			return false, err
 		}
-		res, err := http.DefaultClient.Do(req)
+		res, err := m.client.Do(req)
 		if err != nil {
 			last = err.Error()
 			return false, nil
@@ -314,7 +344,7 @@ func (m *etcdProcess) start(ctx context.Context) error {
 		return err
 	}
 	// The peer listener opens before the member waits for its peers.
-	peer := strings.TrimPrefix(m.peerURL, "http://")
+	peer := strings.TrimPrefix(m.peerURL, "https://")
 	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, readyTimeout, true, func(context.Context) (bool, error) {
 		select {
 		case <-m.done:

@@ -67,6 +67,10 @@ const (
 	// ActionReplicas runs more than one replica of the control plane
 	// (Cluster.Replicas).
 	ActionReplicas Action = "run replicas of the control plane"
+	// ActionEtcdClient: the test reaches the etcd cluster the control
+	// plane runs on as a client does (EtcdClients), to run the binary's
+	// snapshot and etcd commands against it.
+	ActionEtcdClient Action = "reach the control plane's etcd cluster as a client"
 	// ActionReachTestHost: the control plane runs on the test's host and
 	// connects to servers the test starts on its loopback, as it must to
 	// reach an aggregated API server or a webhook the test runs. A control
@@ -86,6 +90,51 @@ type EtcdMembers interface {
 	// once it serves clients: a member serves only with a quorum, which
 	// may need members started after it.
 	StartMember(ctx context.Context, c *Cluster, i int) error
+}
+
+// EtcdClients is a provider whose control planes run on an etcd cluster
+// that the test reaches as a client (ActionEtcdClient).
+type EtcdClients interface {
+	// EtcdAccess is how to reach c's etcd cluster.
+	EtcdAccess(c *Cluster) (EtcdAccess, error)
+}
+
+// EtcdAccess is what a client needs to reach an etcd cluster: its
+// members' client URLs and the TLS files.
+type EtcdAccess struct {
+	// Endpoints are the members' client URLs, member i's at i.
+	Endpoints []string
+	// CAFile verifies the members' certificates; CertFile and KeyFile are
+	// a client certificate they accept.
+	CAFile, CertFile, KeyFile string
+}
+
+// Flags are the flags with which the control plane and the binary's etcd
+// commands reach every member: --etcd-servers and the TLS files.
+func (a EtcdAccess) Flags() []string { return a.flags(a.Endpoints...) }
+
+// MemberFlags are Flags for member i alone, as "snapshot save" takes them.
+func (a EtcdAccess) MemberFlags(i int) []string { return a.flags(a.Endpoints[i]) }
+
+func (a EtcdAccess) flags(endpoints ...string) []string {
+	return []string{"--etcd-servers=" + strings.Join(endpoints, ","), "--etcd-cafile=" + a.CAFile, "--etcd-certfile=" + a.CertFile, "--etcd-keyfile=" + a.KeyFile}
+}
+
+// sharedEtcdOn is p's shared control plane (sharedOn) and how to reach the
+// etcd cluster it runs on; it skips t unless p can (ActionEtcdClient). A
+// spec of the binary's etcd commands runs them with its Flags, e.g.
+//
+//	c, etcd := sharedEtcdOn(t, p)
+//	res := runBinary(t, append([]string{"etcd", "status"}, etcd.Flags()...)...)
+func sharedEtcdOn(t *testing.T, p Provider) (*Cluster, EtcdAccess) {
+	t.Helper()
+	requireActions(t, p, ActionEtcdClient)
+	c := sharedOn(t, p)
+	access, err := p.(EtcdClients).EtcdAccess(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, access
 }
 
 // requireActions skips t, saying why, unless p can take every action.

@@ -34,11 +34,7 @@ var (
 // and once quorum is back the control plane recovers by itself.
 func TestQuorumLossLogIsBoundedAndRecovers(t *testing.T) {
 	members := startEtcdCluster(t, 3)
-	var servers []string
-	for _, m := range members {
-		servers = append(servers, m.clientURL())
-	}
-	c := startCluster(t, Spec{Flags: []string{"--etcd-servers=" + strings.Join(servers, ",")}})
+	c := startCluster(t, Spec{Flags: etcdFlags(members...)})
 	before := len(logLines(readFile(t, c.StderrPath)))
 
 	members[1].stop()

@@ -203,7 +203,8 @@ func TestSnapshotSchedule(t *testing.T) {
 }
 
 // save says what to do when nothing runs on the data dir, and takes a
-// snapshot of one member of an external etcd.
+// snapshot of one member of an external etcd, over TLS with a client
+// certificate.
 func TestSnapshotSaveWithoutEmbeddedEtcd(t *testing.T) {
 	dataDir := t.TempDir()
 	// What a stopped control plane leaves: its PKI and its member's data.
@@ -219,11 +220,11 @@ func TestSnapshotSaveWithoutEmbeddedEtcd(t *testing.T) {
 
 	member := startEtcdCluster(t, 1)[0]
 	file := filepath.Join(t.TempDir(), "external.db")
-	res = runBinary(t, "snapshot", "save", file, "--etcd-servers="+member.clientURL())
+	res = runBinary(t, append([]string{"snapshot", "save", file}, etcdFlags(member)...)...)
 	if saved := savedSnapshot.FindStringSubmatch(res.Stdout); res.ExitCode != 0 || saved == nil || saved[1] != file {
-		t.Errorf("snapshot save --etcd-servers=%s: exit code %d\nstdout:\n%s\nstderr:\n%s", member.clientURL(), res.ExitCode, res.Stdout, res.Stderr)
+		t.Errorf("snapshot save %q: exit code %d\nstdout:\n%s\nstderr:\n%s", etcdFlags(member), res.ExitCode, res.Stdout, res.Stderr)
 	}
-	res = runBinary(t, "snapshot", "save", file, "--etcd-servers="+member.clientURL()+","+member.clientURL())
+	res = runBinary(t, append([]string{"snapshot", "save", file}, etcdFlags(member, member)...)...)
 	if res.ExitCode == 0 || !strings.Contains(res.Stderr, "name one") {
 		t.Errorf("snapshot save from two endpoints: exit code %d, stderr:\n%s\nwant it refused", res.ExitCode, res.Stderr)
 	}

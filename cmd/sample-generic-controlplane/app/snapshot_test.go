@@ -6,7 +6,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdtls/etcdtlstest"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
 
@@ -123,5 +125,49 @@ func TestSnapshotSaveListRestore(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("snapshot restore printed:\n%s\nwant %q", out, want)
 		}
+	}
+}
+
+// save takes a snapshot of a member that requires client certificates with
+// the right --etcd-* files, and with a wrong one says which, at once.
+func TestSnapshotSaveOverTLS(t *testing.T) {
+	creds, err := etcdtlstest.NewCredentials(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := etcdtlstest.NewCredentials(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := etcdtlstest.StartMember(t, creds)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "over-tls.db")
+	args := append([]string{"snapshot", "save", file, "--etcd-servers=" + member}, creds.ClientFlags()...)
+	if out, err := execute(t, args...); err != nil || !strings.HasPrefix(out, "Saved snapshot "+file+"\n") {
+		t.Fatalf("snapshot save over TLS: %v\n%s", err, out)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  string
+	}{
+		{name: "a CA that did not sign the member's certificate", flags: []string{"--etcd-cafile=" + foreign.CAFile, "--etcd-certfile=" + creds.ClientCertFile, "--etcd-keyfile=" + creds.ClientKeyFile}, want: "--etcd-cafile=" + foreign.CAFile + " does not trust the certificate of the etcd member at " + member},
+		{name: "no client certificate", flags: []string{"--etcd-cafile=" + creds.CAFile}, want: "the etcd member at " + member + " requires a client certificate (remote error: tls: certificate required): set --etcd-certfile and --etcd-keyfile"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			out, err := execute(t, append([]string{"snapshot", "save", filepath.Join(dir, "refused.db"), "--etcd-servers=" + member}, tc.flags...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("snapshot save: %v\n%s\nwant an error that says %q", err, out, tc.want)
+			}
+			// The client's own wait for a member that does not answer is 5 s.
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("snapshot save failed after %s; want at once", took)
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%s holds %d files, want only the snapshot saved: the refused ones left files", dir, len(entries))
 	}
 }
