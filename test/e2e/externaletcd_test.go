@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -98,5 +99,41 @@ func TestExternalEtcdTLSFailsFast(t *testing.T) {
 				}
 			})
 		}
+	})
+}
+
+// The etcd commands reach the external cluster over TLS with the control
+// plane's flags: status shows its three members, the leader, each
+// member's database beside its quota and no alarm; compact and defrag
+// (one member at a time) succeed, and the control plane keeps serving.
+func TestExternalEtcdCommands(t *testing.T) {
+	forEveryProvider(t, func(t *testing.T, p Provider) {
+		c, etcd := sharedEtcdOn(t, p)
+		run := func(args ...string) string {
+			t.Helper()
+			res := runBinary(t, args...)
+			if res.ExitCode != 0 {
+				t.Fatalf("%q: exit code %d\nstdout:\n%s\nstderr:\n%s", args, res.ExitCode, res.Stdout, res.Stderr)
+			}
+			return res.Stdout
+		}
+		status := run(append([]string{"etcd", "status"}, etcd.Flags()...)...)
+		member := regexp.MustCompile(`(?m)^\S+\s+[0-9a-f]+\s+voter\s+(yes)?\s+3\.\d+\.\d+\s+[\d.]+ \S?iB\s+[\d.]+ \S?iB\s+[\d.]+ \S?iB\s+https://`)
+		if got := len(member.FindAllString(status, -1)); got != len(etcd.Endpoints) {
+			t.Errorf("etcd status shows %d members with their sizes and quota, want %d:\n%s", got, len(etcd.Endpoints), status)
+		}
+		if strings.Count(status, "   yes   ") != 1 || !strings.Contains(status, "Alarms:   none") {
+			t.Errorf("etcd status does not show one leader and no alarm:\n%s", status)
+		}
+		if out := run(append([]string{"etcd", "alarm", "list"}, etcd.Flags()...)...); out != "Alarms:   none\n" {
+			t.Errorf("etcd alarm list printed %q", out)
+		}
+		if out := run(append([]string{"etcd", "compact"}, etcd.Flags()...)...); !strings.HasPrefix(out, "Compacted etcd to revision ") {
+			t.Errorf("etcd compact printed %q", out)
+		}
+		if out := run(append([]string{"etcd", "defrag"}, etcd.MemberFlags(2)...)...); !strings.HasPrefix(out, "Defragmented etcd at "+etcd.Endpoints[2]) {
+			t.Errorf("etcd defrag printed %q", out)
+		}
+		untilReadyz(t, c, true, readyTimeout)
 	})
 }
