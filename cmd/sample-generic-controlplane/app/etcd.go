@@ -100,9 +100,29 @@ func (o *etcdTarget) connect(ctx context.Context) (*clientv3.Client, error) {
 	return embeddedetcd.Connect(ctx, cfg)
 }
 
-func newEtcdStatusCommand() *cobra.Command {
+// newEtcdClientCommand is a command of the etcd group: it takes the
+// etcdTarget flags, connects within timeout, and runs run with the client.
+func newEtcdClientCommand(cmd *cobra.Command, what string, timeout time.Duration, run func(ctx context.Context, cmd *cobra.Command, client *clientv3.Client) error) *cobra.Command {
 	o := &etcdTarget{}
-	cmd := &cobra.Command{
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+		defer cancel()
+		client, err := o.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer client.Close() //nolint:errcheck // nothing to flush
+		return run(ctx, cmd, client)
+	}
+	var fss cliflag.NamedFlagSets
+	o.addFlags(&fss, what)
+	addFlagSets(cmd, fss)
+	return cmd
+}
+
+func newEtcdStatusCommand() *cobra.Command {
+	return newEtcdClientCommand(&cobra.Command{
 		Use:   "status [--data-dir=DIR | --etcd-servers=URL,...]",
 		Short: "Show etcd's members, leader, revision, database sizes, quota and alarms",
 		Long: `Shows the members of the control plane's etcd cluster, which leads it, and, for each member it
@@ -110,29 +130,16 @@ reaches, its database size, the part of it in use and its quota, then the cluste
 alarms. A database reaching its quota raises the NOSPACE alarm, and etcd refuses writes until it
 is disarmed. The peers of an embedded member listen on sockets on their own machines: run the
 command there for their sizes.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), etcdRequestTimeout)
-			defer cancel()
-			client, err := o.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer client.Close() //nolint:errcheck // nothing to flush
-			st, err := etcdmaintenance.GetStatus(ctx, client)
-			if st == nil {
-				return err
-			}
-			if err := printEtcdStatus(cmd.OutOrStdout(), st); err != nil {
-				return err
-			}
+	}, "show", etcdRequestTimeout, func(ctx context.Context, cmd *cobra.Command, client *clientv3.Client) error {
+		st, err := etcdmaintenance.GetStatus(ctx, client)
+		if st == nil {
 			return err
-		},
-	}
-	var fss cliflag.NamedFlagSets
-	o.addFlags(&fss, "show")
-	addFlagSets(cmd, fss)
-	return cmd
+		}
+		if err := printEtcdStatus(cmd.OutOrStdout(), st); err != nil {
+			return err
+		}
+		return err
+	})
 }
 
 func printEtcdStatus(out io.Writer, st *etcdmaintenance.Status) error {
@@ -197,8 +204,7 @@ func printAlarms(out io.Writer, alarms []etcdmaintenance.Alarm) error {
 }
 
 func newEtcdCompactCommand() *cobra.Command {
-	o := &etcdTarget{}
-	cmd := &cobra.Command{
+	return newEtcdClientCommand(&cobra.Command{
 		Use:   "compact [--data-dir=DIR | --etcd-servers=URL,...]",
 		Short: "Compact etcd's history up to its current revision",
 		Long: `Compacts the history of etcd's keys up to the current revision, as the API servers' compactor
@@ -209,32 +215,18 @@ file; "etcd defrag" gives it back to the filesystem.
 
 Needed by hand when the NOSPACE alarm is raised on an external cluster: the API servers'
 compaction is a write, which the alarm refuses.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), etcdMaintenanceTimeout)
-			defer cancel()
-			client, err := o.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer client.Close() //nolint:errcheck // nothing to flush
-			rev, err := etcdmaintenance.Compact(ctx, client)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Compacted etcd to revision %d\n", rev)
-			return nil
-		},
-	}
-	var fss cliflag.NamedFlagSets
-	o.addFlags(&fss, "compact")
-	addFlagSets(cmd, fss)
-	return cmd
+	}, "compact", etcdMaintenanceTimeout, func(ctx context.Context, cmd *cobra.Command, client *clientv3.Client) error {
+		rev, err := etcdmaintenance.Compact(ctx, client)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "Compacted etcd to revision %d\n", rev)
+		return nil
+	})
 }
 
 func newEtcdDefragCommand() *cobra.Command {
-	o := &etcdTarget{}
-	cmd := &cobra.Command{
+	return newEtcdClientCommand(&cobra.Command{
 		Use:   "defrag [--data-dir=DIR | --etcd-servers=URL,...]",
 		Short: "Defragment the database of each etcd member, one at a time",
 		Long: `Defragments the database of each member named (the embedded member, or each of --etcd-servers),
@@ -246,109 +238,68 @@ as here. Compact first ("etcd compact"), or there is little to give back.
 Needed when the database file is much larger than the data in use (see "etcd status"), and to
 recover from the NOSPACE alarm. The control plane defragments its embedded member itself when
 it starts with more than half of the file free, and when it recovers from a full database.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), etcdMaintenanceTimeout)
-			defer cancel()
-			client, err := o.connect(ctx)
+	}, "defragment", etcdMaintenanceTimeout, func(ctx context.Context, cmd *cobra.Command, client *clientv3.Client) error {
+		for _, endpoint := range client.Endpoints() {
+			before, err := client.Status(ctx, endpoint)
 			if err != nil {
+				return fmt.Errorf("etcd at %s: %w", endpoint, err)
+			}
+			if err := etcdmaintenance.Defragment(ctx, client, endpoint); err != nil {
 				return err
 			}
-			defer client.Close() //nolint:errcheck // nothing to flush
-			for _, endpoint := range client.Endpoints() {
-				before, err := client.Status(ctx, endpoint)
-				if err != nil {
-					return fmt.Errorf("etcd at %s: %w", endpoint, err)
-				}
-				if err := etcdmaintenance.Defragment(ctx, client, endpoint); err != nil {
-					return err
-				}
-				after, err := client.Status(ctx, endpoint)
-				if err != nil {
-					return fmt.Errorf("etcd at %s: %w", endpoint, err)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Defragmented etcd at %s: %s → %s (%s in use)\n", endpoint,
-					humanize.IBytes(uint64(before.DbSize)), humanize.IBytes(uint64(after.DbSize)), humanize.IBytes(uint64(after.DbSizeInUse)))
+			after, err := client.Status(ctx, endpoint)
+			if err != nil {
+				return fmt.Errorf("etcd at %s: %w", endpoint, err)
 			}
-			return nil
-		},
-	}
-	var fss cliflag.NamedFlagSets
-	o.addFlags(&fss, "defragment")
-	addFlagSets(cmd, fss)
-	return cmd
+			fmt.Fprintf(cmd.OutOrStdout(), "Defragmented etcd at %s: %s → %s (%s in use)\n", endpoint,
+				humanize.IBytes(uint64(before.DbSize)), humanize.IBytes(uint64(after.DbSize)), humanize.IBytes(uint64(after.DbSizeInUse)))
+		}
+		return nil
+	})
 }
 
 func newEtcdAlarmListCommand() *cobra.Command {
-	o := &etcdTarget{}
-	cmd := &cobra.Command{
+	return newEtcdClientCommand(&cobra.Command{
 		Use:   "list [--data-dir=DIR | --etcd-servers=URL,...]",
 		Short: "List etcd's active alarms",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), etcdRequestTimeout)
-			defer cancel()
-			client, err := o.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer client.Close() //nolint:errcheck // nothing to flush
-			st, err := etcdmaintenance.GetStatus(ctx, client)
-			if st == nil {
-				return err
-			}
-			return printAlarms(cmd.OutOrStdout(), st.Alarms)
-		},
-	}
-	var fss cliflag.NamedFlagSets
-	o.addFlags(&fss, "ask")
-	addFlagSets(cmd, fss)
-	return cmd
+	}, "ask", etcdRequestTimeout, func(ctx context.Context, cmd *cobra.Command, client *clientv3.Client) error {
+		st, err := etcdmaintenance.GetStatus(ctx, client)
+		if st == nil {
+			return err
+		}
+		return printAlarms(cmd.OutOrStdout(), st.Alarms)
+	})
 }
 
 func newEtcdAlarmDisarmCommand() *cobra.Command {
-	o := &etcdTarget{}
-	cmd := &cobra.Command{
+	return newEtcdClientCommand(&cobra.Command{
 		Use:   "disarm [--data-dir=DIR | --etcd-servers=URL,...]",
 		Short: "Disarm etcd's active alarms",
 		Long: `Disarms every active alarm of the cluster, as etcdctl alarm disarm does. A NOSPACE alarm disarmed
 while a member's database is still over its quota is raised again by the next write: delete
 what you no longer need, "etcd compact" and "etcd defrag" first. The command refuses to disarm
 a NOSPACE alarm while a member it reaches is still over its quota.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), etcdRequestTimeout)
-			defer cancel()
-			client, err := o.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer client.Close() //nolint:errcheck // nothing to flush
-			st, err := etcdmaintenance.GetStatus(ctx, client)
-			if st == nil {
-				return err
-			}
-			if len(st.Alarms) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "No alarms to disarm")
-				return nil
-			}
-			for _, m := range st.Members {
-				if m.Reached() && m.Quota > 0 && m.DBSize+maxRequestBytes >= m.Quota && len(st.AlarmsOf(etcdmaintenance.NoSpace)) > 0 {
-					return fmt.Errorf("member %s's database (%s) is still at its quota (%s, less the %s of the largest write): the next write would raise the NOSPACE alarm again. Delete what you no longer need, then run \"etcd compact\" and \"etcd defrag\", and disarm after",
-						m.DisplayName(), humanize.IBytes(uint64(m.DBSize)), humanize.IBytes(uint64(m.Quota)), humanize.IBytes(maxRequestBytes))
-				}
-			}
-			if err := etcdmaintenance.Disarm(ctx, client, st.Alarms); err != nil {
-				return err
-			}
-			for _, a := range st.Alarms {
-				fmt.Fprintf(cmd.OutOrStdout(), "Disarmed %s (member %s)\n", a.Type, a.Member)
-			}
+	}, "disarm", etcdRequestTimeout, func(ctx context.Context, cmd *cobra.Command, client *clientv3.Client) error {
+		st, err := etcdmaintenance.GetStatus(ctx, client)
+		if st == nil {
+			return err
+		}
+		if len(st.Alarms) == 0 {
+			fmt.Fprintln(cmd.OutOrStdout(), "No alarms to disarm")
 			return nil
-		},
-	}
-	var fss cliflag.NamedFlagSets
-	o.addFlags(&fss, "disarm")
-	addFlagSets(cmd, fss)
-	return cmd
+		}
+		for _, m := range st.Members {
+			if m.Reached() && m.Quota > 0 && m.DBSize+maxRequestBytes >= m.Quota && len(st.AlarmsOf(etcdmaintenance.NoSpace)) > 0 {
+				return fmt.Errorf("member %s's database (%s) is still at its quota (%s, less the %s of the largest write): the next write would raise the NOSPACE alarm again. Delete what you no longer need, then run \"etcd compact\" and \"etcd defrag\", and disarm after",
+					m.DisplayName(), humanize.IBytes(uint64(m.DBSize)), humanize.IBytes(uint64(m.Quota)), humanize.IBytes(maxRequestBytes))
+			}
+		}
+		if err := etcdmaintenance.Disarm(ctx, client, st.Alarms); err != nil {
+			return err
+		}
+		for _, a := range st.Alarms {
+			fmt.Fprintf(cmd.OutOrStdout(), "Disarmed %s (member %s)\n", a.Type, a.Member)
+		}
+		return nil
+	})
 }
