@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -116,6 +117,15 @@ func TestValidateStatusUpdate(t *testing.T) {
 		{"conflict without prefix", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationUnavailable, Reason: networking.ReasonConflict, Message: "x", ConflictsWith: &networking.ClaimedPrefix{Claim: "a"}}}}, "status.addressSpace[0].conflictsWith.prefix"},
 		{"bad resource version", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationAllocated, FirstSeenResourceVersion: "007"}}}, "status.addressSpace[0].firstSeenResourceVersion"},
 		{"negative generation", networking.NetworkClaimStatus{ObservedGeneration: -1}, "status.observedGeneration"},
+		// Stored as 10000-01-01T22:59:59Z, which no read of the claim
+		// would parse again.
+		{"date past 9999 in UTC", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationAllocated, Date: metav1.NewTime(time.Date(9999, time.December, 31, 23, 59, 59, 0, time.FixedZone("", -23*3600)))}}},
+			`status.addressSpace[0].date: Invalid value: "9999-12-31T23:59:59-23:00": must lie between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59Z in UTC`},
+		{"date before year 0 in UTC", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationAllocated, Date: metav1.NewTime(time.Date(0, time.January, 1, 0, 0, 0, 0, time.FixedZone("", 3600)))}}},
+			"status.addressSpace[0].date"},
+		{"last date of 9999", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationAllocated, Date: metav1.NewTime(time.Date(9999, time.December, 31, 23, 59, 59, 0, time.UTC))}}}, ""},
+		{"condition past 9999 in UTC", networking.NetworkClaimStatus{Conditions: []metav1.Condition{{Type: networking.ConditionReady, Status: metav1.ConditionTrue, Reason: networking.ReasonAllocated, LastTransitionTime: metav1.NewTime(time.Date(9999, time.December, 31, 23, 0, 0, 0, time.FixedZone("", -3600)))}}},
+			"status.conditions[0].lastTransitionTime"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			updated := old.DeepCopy()
