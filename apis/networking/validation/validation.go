@@ -237,8 +237,12 @@ func validatePrefix(value string, fldPath *field.Path) (netip.Prefix, *field.Err
 	if err != nil {
 		return netip.Prefix{}, field.Invalid(fldPath, value, "must be an IPv4 or IPv6 CIDR, e.g. 10.96.0.0/12 or fd00:10:96::/112")
 	}
-	if prefix.Addr().Is4In6() {
-		suggestion := netip.PrefixFrom(prefix.Addr().Unmap(), max(prefix.Bits()-96, 0)).Masked()
+	// Only a /96 or longer lies in the IPv4-mapped range ::ffff:0:0/96; a
+	// shorter one written in its notation (::ffff:0.0.0.0/0) is an IPv6
+	// prefix that is not in canonical form, and is told so below, rather
+	// than offered an IPv4 prefix that covers none of its other addresses.
+	if prefix.Addr().Is4In6() && prefix.Bits() >= 96 {
+		suggestion := netip.PrefixFrom(prefix.Addr().Unmap(), prefix.Bits()-96).Masked()
 		return netip.Prefix{}, field.Invalid(fldPath, value, fmt.Sprintf("must not be an IPv4-mapped IPv6 prefix: write the IPv4 prefix, e.g. %s", suggestion))
 	}
 	if canonical := prefix.Masked().String(); canonical != value {

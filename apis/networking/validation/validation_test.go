@@ -50,6 +50,11 @@ func TestValidateNetworkClaim(t *testing.T) {
 		{"empty prefix", claim(prefix("")), "spec.addressSpace[0].prefix", "write a prefix such as 10.96.0.0/12, or prefixLength with from"},
 		{"zone", claim(prefix("fe80::%eth0/64")), "spec.addressSpace[0].prefix", "must not have an IPv6 zone"},
 		{"ipv4-mapped ipv6", claim(prefix("::ffff:10.0.0.0/104")), "spec.addressSpace[0].prefix", "write the IPv4 prefix, e.g. 10.0.0.0/8"},
+		{"ipv4-mapped ipv6 of all of ::ffff:0:0/96", claim(prefix("::ffff:0.0.0.0/96")), "spec.addressSpace[0].prefix", "write the IPv4 prefix, e.g. 0.0.0.0/0"},
+		// Not IPv4-mapped prefixes, but IPv6 ones in that notation: the
+		// canonical form covers the same addresses, an IPv4 prefix would not.
+		{"ipv6 /0 in ipv4-mapped notation", claim(prefix("::ffff:0.0.0.0/0")), "spec.addressSpace[0].prefix", "write ::/0"},
+		{"ipv6 /95 in ipv4-mapped notation", claim(prefix("::ffff:10.0.0.0/95")), "spec.addressSpace[0].prefix", "write ::fffe:0:0/95"},
 		{"overlapping records", claim(prefix("10.0.0.0/8"), prefix("10.96.0.0/12")), "spec.addressSpace[1].prefix", "overlaps 10.0.0.0/8 (addressSpace[0])"},
 		{"duplicate records", claim(prefix("10.0.0.0/8"), prefix("10.0.0.0/8")), "spec.addressSpace[1].prefix", "Duplicate value"},
 		{"no records", claim(), "spec.addressSpace", "claim at least one prefix"},
