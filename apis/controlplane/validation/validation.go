@@ -92,7 +92,8 @@ func validateAddress(address string, fldPath *field.Path) field.ErrorList {
 		if ip.Zone() != "" {
 			return field.ErrorList{field.Invalid(fldPath, address, "must not have an IPv6 zone: write the address alone")}
 		}
-		if ip.IsUnspecified() {
+		// ::ffff:0.0.0.0 is 0.0.0.0 too.
+		if ip.Unmap().IsUnspecified() {
 			return field.ErrorList{field.Invalid(fldPath, address, "is no address to connect to: write the server's, e.g. 127.0.0.1")}
 		}
 		return nil

@@ -37,6 +37,8 @@ func TestValidateServiceLocation(t *testing.T) {
 		{name: "namespace not a label", location: location("api.-wardle", "127.0.0.1", https), want: map[string]string{"metadata.name": "namespace"}},
 		{name: "no address", location: location("api.wardle", "", https), want: map[string]string{"spec.address": "127.0.0.1"}},
 		{name: "unspecified address", location: location("api.wardle", "0.0.0.0", https), want: map[string]string{"spec.address": "no address to connect to"}},
+		{name: "unspecified IPv4-mapped address", location: location("api.wardle", "::ffff:0.0.0.0", https), want: map[string]string{"spec.address": "no address to connect to"}},
+		{name: "IPv4-mapped address", location: location("api.wardle", "::ffff:127.0.0.1", https)},
 		{name: "zone", location: location("api.wardle", "fe80::1%eth0", https), want: map[string]string{"spec.address": "zone"}},
 		// Resolvers read these as IPv4 addresses (inet_aton): 0 is
 		// 0.0.0.0, 127.1 is 127.0.0.1, 010.0.0.1 is 8.0.0.1.
