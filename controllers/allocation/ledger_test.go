@@ -363,6 +363,53 @@ func TestLedgerRestore(t *testing.T) {
 	}
 }
 
+// A restore decides records nobody decided yet after the ones that waited:
+// a delegable prefix first allocated then must serve the records that
+// waited for it, as it does when sync allocates one, first come first
+// served.
+func TestLedgerRestoreServesWaitersOfNewPools(t *testing.T) {
+	waited := func(s claimSpec, key networkingv1alpha1.RecordKey, seq uint64) claimSpec {
+		s.recorded = map[networkingv1alpha1.RecordKey]recordedStatus{key: {date: t0, seq: seq, reason: networkingv1alpha1.ReasonPoolNotFound}}
+		return s
+	}
+	for _, tc := range []struct {
+		name   string
+		claims []claimSpec
+		want   map[string]string
+	}{{
+		name: "a pool record",
+		claims: []claimSpec{
+			// Created, but its status not written before the restart.
+			spec("org", 9, exact("10.0.0.0/8").delegable()),
+			waited(spec("a", 5, pool("p", "org", 16)), networkingv1alpha1.RecordKey{Name: "p"}, 5),
+			spec("b", 10, pool("p", "org", 16)),
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
+			"a/p":            "Allocated 10.0.0.0/16 (from org 10.0.0.0/8)",
+			"b/p":            "Allocated 10.1.0.0/16 (from org 10.0.0.0/8)",
+		},
+	}, {
+		name: "a sub-prefix",
+		claims: []claimSpec{
+			spec("org", 9, exact("10.0.0.0/8").delegable()),
+			waited(spec("a", 5, sub("10.5.0.0/16", "org")), networkingv1alpha1.RecordKey{Prefix: "10.5.0.0/16"}, 5),
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
+			"a/10.5.0.0/16":  "Allocated 10.5.0.0/16 (from org 10.0.0.0/8)",
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := testLedger()
+			l.restore(tc.claims)
+			if got := state(l); !maps.Equal(got, tc.want) {
+				t.Errorf("unexpected restored ledger (-got +want):\n%s", diff.Diff(got, tc.want))
+			}
+		})
+	}
+}
+
 func formatChanges(changes []change) []string {
 	var out []string
 	for _, c := range changes {
