@@ -1,7 +1,6 @@
 package allocation
 
 import (
-	"encoding/binary"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -575,14 +574,7 @@ func checkLedger(t *testing.T, where string, l *ledger, before map[*record]netip
 	t.Helper()
 	checkCounts(t, where, l)
 	held := heldBy(l)
-	// Allocations overlap only within a chain.
-	for a, p := range held {
-		for b, q := range held {
-			if a != b && p.Overlaps(q) && !related(held, a, b) && !orphanIn(held, a, q) && !orphanIn(held, b, p) {
-				t.Errorf("%s: %s/%s %s and %s/%s %s overlap outside a delegation chain", where, a.claim, a.key, p, b.claim, b.key, q)
-			}
-		}
-	}
+	checkOverlaps(t, where, held)
 	// Sticky: an allocation still in the ledger keeps its prefix.
 	for r, p := range before {
 		if e := l.claims[r.claim]; e != nil && e.records[r.key] == r && held[r] != p {
@@ -637,6 +629,19 @@ func checkLedger(t *testing.T, where string, l *ledger, before map[*record]netip
 	}
 }
 
+// checkOverlaps checks that allocations overlap only within a delegation
+// chain, or where a sub-prefix outlived its pool.
+func checkOverlaps(t *testing.T, where string, held map[*record]netip.Prefix) {
+	t.Helper()
+	for a, p := range held {
+		for b, q := range held {
+			if a != b && p.Overlaps(q) && !related(held, a, b) && !orphanIn(held, a, q) && !orphanIn(held, b, p) {
+				t.Errorf("%s: %s/%s %s and %s/%s %s overlap outside a delegation chain", where, a.claim, a.key, p, b.claim, b.key, q)
+			}
+		}
+	}
+}
+
 // poolsOf returns the held delegable prefixes a record may be taken from.
 func poolsOf(l *ledger, held map[*record]netip.Prefix, r *record) []netip.Prefix {
 	var out []netip.Prefix
@@ -644,7 +649,7 @@ func poolsOf(l *ledger, held map[*record]netip.Prefix, r *record) []netip.Prefix
 		if r.req.from == "" || h.claim != r.req.from || !h.req.delegable {
 			continue
 		}
-		if r.req.length >= 0 && (r.req.length <= p.Bits() || r.req.length > 32) {
+		if r.req.length >= 0 && (r.req.length <= p.Bits() || r.req.length > p.Addr().BitLen()) {
 			continue
 		}
 		if r.req.length < 0 && !(p.Bits() < r.req.prefix.Bits() && p.Contains(r.req.prefix.Addr())) {
@@ -655,13 +660,13 @@ func poolsOf(l *ledger, held map[*record]netip.Prefix, r *record) []netip.Prefix
 	return out
 }
 
-// blocks lists the prefixes of a length inside an IPv4 pool, lowest first.
+// blocks lists the prefixes of a length inside a pool, lowest first.
 func blocks(pool netip.Prefix, length int) []netip.Prefix {
-	start := pool.Addr().As4()
-	first, size := uint64(binary.BigEndian.Uint32(start[:])), uint64(1)<<(32-length)
 	var out []netip.Prefix
-	for a := first; a < first+uint64(1)<<(32-pool.Bits()); a += size {
-		out = append(out, netip.PrefixFrom(netip.AddrFrom4([4]byte(binary.BigEndian.AppendUint32(nil, uint32(a)))), length))
+	for a := pool.Addr(); a.IsValid() && pool.Contains(a); {
+		b := netip.PrefixFrom(a, length)
+		out = append(out, b)
+		a = lastAddr(b).Next() // invalid past the family's last address
 	}
 	return out
 }
