@@ -3,10 +3,13 @@
 #   make run    build and start the control plane on its embedded defaults
 #   make test   unit, integration and the fast end-to-end specs on the inprocess
 #               and binary providers (what CI runs)
-#   make e2e    the whole end-to-end suite, fault specs included, on every provider:
+#   make e2e    every fuzz target for a bounded time (make fuzz), then the whole
+#               end-to-end suite, fault specs included, on every provider:
 #               inprocess, binary, external-etcd (3 etcd members, 2 replicas),
 #               joined (3 servers whose embedded members joined one etcd cluster)
 #               and external (a control plane reached only by its kubeconfig)
+#   make fuzz   each fuzz target (API decoding and validation, the allocator's
+#               ledger) for FUZZTIME, default 20s (docs/testing.md, "Fuzzing")
 #   make verify gofmt, go vet and go mod tidy of every module, generated code up to date
 #   make bench  start-up, idle memory, writes, lists, watches and controllers,
 #               beside upstream anchors; NetworkClaim allocation latency and the
@@ -39,7 +42,7 @@ E2E_ARGS ?=
 ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all build kubectl sample-apiserver etcd run test e2e verify codegen bench release clean
+.PHONY: all build kubectl sample-apiserver etcd run test e2e fuzz verify codegen bench release clean
 
 all: build
 
@@ -74,11 +77,31 @@ test: build kubectl sample-apiserver
 # against a control plane that hack/e2e-external starts and hands over by
 # its kubeconfig alone.
 E2E_ENV := SGCP_BINARY=$(BINARY) SGCP_KUBECTL=$(KUBECTL) SGCP_ETCD=$(ETCD) SGCP_SAMPLE_APISERVER=$(SAMPLE_APISERVER)
-e2e: build kubectl sample-apiserver etcd
+e2e: build kubectl sample-apiserver etcd fuzz
 	$(E2E_ENV) SGCP_E2E_PROVIDERS=inprocess,binary,external-etcd,joined \
 		$(GO) test -tags e2e -timeout $(E2E_TIMEOUT) -count=1 ./test/e2e/ $(E2E_ARGS)
 	$(E2E_ENV) $(GO) run ./hack/e2e-external -binary $(BINARY) -- \
 		$(GO) test -tags e2e -timeout $(E2E_TIMEOUT) -count=1 -run 'Test(Spec|Fault)' ./test/e2e/ $(E2E_ARGS)
+
+# The fuzz targets (docs/testing.md, "Fuzzing"), as module directory,
+# package and target: one go test each, since go fuzzes one target at a
+# time, in the module the package belongs to. make test runs their corpora
+# (testdata/fuzz) as plain tests; an input that fails is written there, to
+# commit with its fix.
+FUZZTIME ?= 20s
+FUZZ_TARGETS := \
+	apis:./networking/install:FuzzDecodeNetworkClaim \
+	apis:./networking/validation:FuzzValidateNetworkClaim \
+	apis:./controlplane/install:FuzzDecodeServiceLocation \
+	apis:./controlplane/validation:FuzzValidateServiceLocation \
+	.:./controllers/allocation:FuzzLedger
+
+fuzz:
+	@for target in $(FUZZ_TARGETS); do \
+		IFS=: read -r dir pkg name <<< "$$target"; \
+		echo "(cd $$dir && $(GO) test -run '^$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME) $$pkg)"; \
+		(cd $$dir && $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg) || exit 1; \
+	done
 
 verify:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

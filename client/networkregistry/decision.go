@@ -38,9 +38,12 @@ func (d Decision) Allocated() (prefix netip.Prefix, ok bool) {
 //     status record of the same name, whose prefix is the one the registry
 //     chose; an allocated prefix of another length, outside from.prefix, or
 //     delegated by another claim than from names, answers an earlier request;
-//   - a record with a prefix is answered by the status record of that prefix
-//     (a claim's prefixes do not overlap, so there is one), unless it names a
-//     delegating claim other than the record's from.
+//   - a record with a prefix is answered by the status record of the same
+//     name and prefix, or, renamed since it was decided, by one of that
+//     prefix that no pool record of the claim answers (the prefix the
+//     registry chose for a pool record may be the one another record of the
+//     claim asks for, and waits for), unless it names a delegating claim
+//     other than the record's from.
 //
 // Status records that answer no spec record (released records the registry
 // has not caught up with) are left out.
@@ -48,14 +51,22 @@ func Decisions(claim *v1alpha1.NetworkClaim) []Decision {
 	if claim == nil {
 		return nil
 	}
+	pools := map[string]bool{}
+	for _, record := range claim.Spec.AddressSpace {
+		if isPoolRecord(record) {
+			pools[record.Name] = true
+		}
+	}
+	byKey := map[v1alpha1.RecordKey]*v1alpha1.AddressSpaceStatus{}
 	byName := map[string]*v1alpha1.AddressSpaceStatus{}
 	byPrefix := map[netip.Prefix]*v1alpha1.AddressSpaceStatus{}
 	for i := range claim.Status.AddressSpace {
 		s := &claim.Status.AddressSpace[i]
+		byKey[s.Key()] = s
 		if s.Name != "" {
 			byName[s.Name] = s
 		}
-		if p, err := netip.ParsePrefix(s.Prefix); err == nil {
+		if p, err := netip.ParsePrefix(s.Prefix); err == nil && !pools[s.Name] {
 			byPrefix[p.Masked()] = s
 		}
 	}
@@ -63,10 +74,15 @@ func Decisions(claim *v1alpha1.NetworkClaim) []Decision {
 	for _, record := range claim.Spec.AddressSpace {
 		d := Decision{Record: *record.DeepCopy()}
 		var status *v1alpha1.AddressSpaceStatus
-		if isPoolRecord(record) {
+		switch {
+		case isPoolRecord(record):
 			status = byName[record.Name]
-		} else if p, err := netip.ParsePrefix(record.Prefix); err == nil {
-			status = byPrefix[p.Masked()]
+		case byKey[record.Key()] != nil:
+			status = byKey[record.Key()]
+		default:
+			if p, err := netip.ParsePrefix(record.Prefix); err == nil {
+				status = byPrefix[p.Masked()]
+			}
 		}
 		if status != nil && answers(record, status) {
 			d.Status = status.DeepCopy()

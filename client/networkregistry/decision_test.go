@@ -69,3 +69,42 @@ func TestDecisions(t *testing.T) {
 		t.Errorf("Decisions(nil) = %v", got)
 	}
 }
+
+// The prefix the registry chooses for a pool record may be the one another
+// record of the same claim asks for and waits for: each record is answered
+// by its own status record, in whichever order status lists them, and the
+// waiting one allocates nothing.
+func TestDecisionsOfRecordsOnOnePrefix(t *testing.T) {
+	allocated, unavailable := v1alpha1.AllocationAllocated, v1alpha1.AllocationUnavailable
+	exact := rec{prefix: "10.0.0.0/23", status: unavailable, reason: v1alpha1.ReasonConflict, message: "overlaps 10.0.0.0/22 held by NetworkClaim org"}
+	pool := rec{name: "r1", from: from("org", ""), length: 23, status: allocated, chosen: "10.0.0.0/23", delegatedFrom: heldBy("org", "10.0.0.0/22")}
+	// The pool's claim deleted: the pool record keeps its prefix, named by
+	// no parent, and the exact record waits for it.
+	orphan := pool
+	orphan.delegatedFrom = nil
+	waitsForOrphan := exact
+	waitsForOrphan.message = "overlaps 10.0.0.0/23 held by NetworkClaim c"
+	for _, tc := range []struct {
+		name    string
+		records []rec
+	}{
+		{"exact first", []rec{exact, pool}},
+		{"pool first", []rec{pool, exact}},
+		{"the pool record an orphan", []rec{waitsForOrphan, orphan}},
+		{"the pool record an orphan, first", []rec{orphan, waitsForOrphan}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClaim("c", tc.records...)
+			for i, d := range Decisions(c) {
+				want := tc.records[i]
+				if d.Status == nil || d.Status.Status != want.status || d.Status.Name != want.name {
+					t.Errorf("record %d (%s) is answered by %+v, want its own status, %s", i, d.Record.Key(), d.Status, want.status)
+				}
+			}
+			allocations := AllocationsOf(c)
+			if len(allocations) != 1 || allocations[0].Name != "r1" {
+				t.Errorf("AllocationsOf = %+v, want the pool record's alone", allocations)
+			}
+		})
+	}
+}

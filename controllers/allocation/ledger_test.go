@@ -1,7 +1,6 @@
 package allocation
 
 import (
-	"encoding/binary"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -363,6 +362,53 @@ func TestLedgerRestore(t *testing.T) {
 	}
 }
 
+// A restore decides records nobody decided yet after the ones that waited:
+// a delegable prefix first allocated then must serve the records that
+// waited for it, as it does when sync allocates one, first come first
+// served.
+func TestLedgerRestoreServesWaitersOfNewPools(t *testing.T) {
+	waited := func(s claimSpec, key networkingv1alpha1.RecordKey, seq uint64) claimSpec {
+		s.recorded = map[networkingv1alpha1.RecordKey]recordedStatus{key: {date: t0, seq: seq, reason: networkingv1alpha1.ReasonPoolNotFound}}
+		return s
+	}
+	for _, tc := range []struct {
+		name   string
+		claims []claimSpec
+		want   map[string]string
+	}{{
+		name: "a pool record",
+		claims: []claimSpec{
+			// Created, but its status not written before the restart.
+			spec("org", 9, exact("10.0.0.0/8").delegable()),
+			waited(spec("a", 5, pool("p", "org", 16)), networkingv1alpha1.RecordKey{Name: "p"}, 5),
+			spec("b", 10, pool("p", "org", 16)),
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
+			"a/p":            "Allocated 10.0.0.0/16 (from org 10.0.0.0/8)",
+			"b/p":            "Allocated 10.1.0.0/16 (from org 10.0.0.0/8)",
+		},
+	}, {
+		name: "a sub-prefix",
+		claims: []claimSpec{
+			spec("org", 9, exact("10.0.0.0/8").delegable()),
+			waited(spec("a", 5, sub("10.5.0.0/16", "org")), networkingv1alpha1.RecordKey{Prefix: "10.5.0.0/16"}, 5),
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
+			"a/10.5.0.0/16":  "Allocated 10.5.0.0/16 (from org 10.0.0.0/8)",
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := testLedger()
+			l.restore(tc.claims)
+			if got := state(l); !maps.Equal(got, tc.want) {
+				t.Errorf("unexpected restored ledger (-got +want):\n%s", diff.Diff(got, tc.want))
+			}
+		})
+	}
+}
+
 func formatChanges(changes []change) []string {
 	var out []string
 	for _, c := range changes {
@@ -528,14 +574,7 @@ func checkLedger(t *testing.T, where string, l *ledger, before map[*record]netip
 	t.Helper()
 	checkCounts(t, where, l)
 	held := heldBy(l)
-	// Allocations overlap only within a chain.
-	for a, p := range held {
-		for b, q := range held {
-			if a != b && p.Overlaps(q) && !related(held, a, b) && !orphanIn(held, a, q) && !orphanIn(held, b, p) {
-				t.Errorf("%s: %s/%s %s and %s/%s %s overlap outside a delegation chain", where, a.claim, a.key, p, b.claim, b.key, q)
-			}
-		}
-	}
+	checkOverlaps(t, where, held)
 	// Sticky: an allocation still in the ledger keeps its prefix.
 	for r, p := range before {
 		if e := l.claims[r.claim]; e != nil && e.records[r.key] == r && held[r] != p {
@@ -590,6 +629,19 @@ func checkLedger(t *testing.T, where string, l *ledger, before map[*record]netip
 	}
 }
 
+// checkOverlaps checks that allocations overlap only within a delegation
+// chain, or where a sub-prefix outlived its pool.
+func checkOverlaps(t *testing.T, where string, held map[*record]netip.Prefix) {
+	t.Helper()
+	for a, p := range held {
+		for b, q := range held {
+			if a != b && p.Overlaps(q) && !related(held, a, b) && !orphanIn(held, a, q) && !orphanIn(held, b, p) {
+				t.Errorf("%s: %s/%s %s and %s/%s %s overlap outside a delegation chain", where, a.claim, a.key, p, b.claim, b.key, q)
+			}
+		}
+	}
+}
+
 // poolsOf returns the held delegable prefixes a record may be taken from.
 func poolsOf(l *ledger, held map[*record]netip.Prefix, r *record) []netip.Prefix {
 	var out []netip.Prefix
@@ -597,7 +649,7 @@ func poolsOf(l *ledger, held map[*record]netip.Prefix, r *record) []netip.Prefix
 		if r.req.from == "" || h.claim != r.req.from || !h.req.delegable {
 			continue
 		}
-		if r.req.length >= 0 && (r.req.length <= p.Bits() || r.req.length > 32) {
+		if r.req.length >= 0 && (r.req.length <= p.Bits() || r.req.length > p.Addr().BitLen()) {
 			continue
 		}
 		if r.req.length < 0 && !(p.Bits() < r.req.prefix.Bits() && p.Contains(r.req.prefix.Addr())) {
@@ -608,13 +660,13 @@ func poolsOf(l *ledger, held map[*record]netip.Prefix, r *record) []netip.Prefix
 	return out
 }
 
-// blocks lists the prefixes of a length inside an IPv4 pool, lowest first.
+// blocks lists the prefixes of a length inside a pool, lowest first.
 func blocks(pool netip.Prefix, length int) []netip.Prefix {
-	start := pool.Addr().As4()
-	first, size := uint64(binary.BigEndian.Uint32(start[:])), uint64(1)<<(32-length)
 	var out []netip.Prefix
-	for a := first; a < first+uint64(1)<<(32-pool.Bits()); a += size {
-		out = append(out, netip.PrefixFrom(netip.AddrFrom4([4]byte(binary.BigEndian.AppendUint32(nil, uint32(a)))), length))
+	for a := pool.Addr(); a.IsValid() && pool.Contains(a); {
+		b := netip.PrefixFrom(a, length)
+		out = append(out, b)
+		a = lastAddr(b).Next() // invalid past the family's last address
 	}
 	return out
 }

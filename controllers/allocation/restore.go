@@ -12,7 +12,9 @@ import (
 // restore replaces the ledger's decisions with ones rebuilt from the
 // claims' status: recorded allocations stand (the caller passes only those
 // that answer their record's request as it is now), then records waiting
-// and undecided records are decided first come, first served. Should
+// and undecided records are decided first come, first served (a delegable
+// prefix allocated on the way serves the records waiting for it at once,
+// as sync does). Should
 // status ever hold overlapping allocations, the first seen stands and the
 // other is decided again. The write fence is kept: it follows the
 // informer, not the ledger.
@@ -93,6 +95,7 @@ func (l *ledger) restore(claims []claimSpec) []change {
 	for _, r := range undecided {
 		s, wasWaiting := recorded[r]
 		c := l.decide(r)
+		report := true
 		switch {
 		case r.allocated:
 			r.since = now.Truncate(time.Second)
@@ -101,11 +104,20 @@ func (l *ledger) restore(claims []claimSpec) []change {
 			// The holder its status names still blocks it: keep the
 			// message, rather than name another holder after a restart.
 			r.holder = s.conflict
-			continue
+			report = false
 		case r.reason == s.reason && r.reason != networkingv1alpha1.ReasonConflict:
-			continue
+			report = false
 		}
-		changes = append(changes, c)
+		if report {
+			changes = append(changes, c)
+		}
+		if r.allocated && r.req.delegable {
+			// A pool that nobody's status recorded yet (its claim's
+			// status was not written before the restart): the records
+			// that waited for it, decided before it, are served now, as
+			// sync serves them, ahead of the undecided ones after it.
+			changes = append(changes, l.promote(l.candidates(nil, []string{r.claim}))...)
+		}
 	}
 	return changes
 }

@@ -1,12 +1,16 @@
 package allocation
 
 import (
+	"maps"
 	"net/netip"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/diff"
 
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 )
@@ -77,4 +81,90 @@ func TestDesiredStatusRoundTrip(t *testing.T) {
 	if r, ok := recordedOf(claim, specOf(t.Context(), claim).records)[networkingv1alpha1.RecordKey{Name: "pods"}]; ok {
 		t.Errorf("pods's /16 was read back for a /24 request: %+v", r)
 	}
+}
+
+// A new leader rebuilds the ledger from the status the controller wrote,
+// read back as the controller reads it: the same book, nothing decided
+// anew.
+func TestRestoreFromWrittenStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{{
+		name: "delegation nests, pools fill, a record waits",
+		steps: []step{
+			{sync: spec("iana", 1, exact("10.0.0.0/8").delegable())},
+			{sync: spec("rir", 2, pool("block", "iana", 12).delegable(), exact("fd00::/8"))},
+			{sync: spec("lir", 3, pool("block", "rir", 16), sub("10.1.0.0/16", "rir"))},
+			{sync: spec("squatter", 4, exact("10.0.0.0/24"))},
+		},
+	}, {
+		// The pool record gets the prefix its claim's exact record asks
+		// for: the exact record waits, blocked by org's delegable prefix.
+		name: "a pool record given the prefix another record of its claim waits for",
+		steps: []step{
+			{sync: spec("org", 1, exact("10.0.0.0/22").delegable())},
+			{sync: spec("a", 2, exact("10.0.0.0/23"), pool("r1", "org", 23))},
+		},
+	}, {
+		// Now it waits for its own claim's pool record, an orphan.
+		name: "the same, once the pool is gone",
+		steps: []step{
+			{sync: spec("org", 1, exact("10.0.0.0/22").delegable())},
+			{sync: spec("a", 2, exact("10.0.0.0/23"), pool("r1", "org", 23))},
+			{forget: "org"},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := testLedger()
+			specs := map[string]claimSpec{}
+			for _, s := range tc.steps {
+				if s.forget != "" {
+					l.forget(s.forget, "")
+					delete(specs, s.forget)
+				} else {
+					l.sync(s.sync)
+					specs[s.sync.name] = s.sync
+				}
+			}
+			var written []claimSpec
+			for _, name := range slices.Sorted(maps.Keys(specs)) {
+				claim := claimOf(specs[name])
+				generation, decisions, _ := l.records(name, claim.UID)
+				claim.Status = desiredStatus(claim, generation, decisions)
+				s := specOf(t.Context(), claim)
+				s.recorded = recordedOf(claim, s.records)
+				written = append(written, s)
+			}
+			restored := testLedger()
+			if changes := restored.restore(written); len(changes) > 0 {
+				t.Errorf("the restore decided anew: %q", formatChanges(changes))
+			}
+			if got, want := state(restored), state(l); !maps.Equal(got, want) {
+				t.Errorf("the restored ledger differs (-restored +before):\n%s", diff.Diff(got, want))
+			}
+		})
+	}
+}
+
+// claimOf is the claim whose spec s parses.
+func claimOf(s claimSpec) *networkingv1alpha1.NetworkClaim {
+	claim := &networkingv1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{
+		Name: s.name, UID: s.uid, Generation: s.generation, ResourceVersion: strconv.FormatUint(s.resourceVersion, 10),
+	}}
+	for _, rs := range s.records {
+		r := networkingv1alpha1.AddressSpaceRecord{Name: rs.key.Name, Prefix: rs.key.Prefix, Delegable: rs.req.delegable}
+		if rs.req.length >= 0 {
+			length := int32(rs.req.length)
+			r.PrefixLength = &length
+		}
+		if rs.req.from != "" {
+			r.From = &networkingv1alpha1.PrefixSource{Claim: rs.req.from}
+			if rs.req.pool.IsValid() {
+				r.From.Prefix = rs.req.pool.String()
+			}
+		}
+		claim.Spec.AddressSpace = append(claim.Spec.AddressSpace, r)
+	}
+	return claim
 }

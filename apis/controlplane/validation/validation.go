@@ -5,6 +5,7 @@ package validation
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
 	"strings"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -91,7 +92,8 @@ func validateAddress(address string, fldPath *field.Path) field.ErrorList {
 		if ip.Zone() != "" {
 			return field.ErrorList{field.Invalid(fldPath, address, "must not have an IPv6 zone: write the address alone")}
 		}
-		if ip.IsUnspecified() {
+		// ::ffff:0.0.0.0 is 0.0.0.0 too.
+		if ip.Unmap().IsUnspecified() {
 			return field.ErrorList{field.Invalid(fldPath, address, "is no address to connect to: write the server's, e.g. 127.0.0.1")}
 		}
 		return nil
@@ -99,5 +101,15 @@ func validateAddress(address string, fldPath *field.Path) field.ErrorList {
 	if msgs := validation.IsDNS1123Subdomain(address); len(msgs) > 0 {
 		return field.ErrorList{field.Invalid(fldPath, address, fmt.Sprintf("must be an IP address or a DNS name (%s), e.g. 127.0.0.1 or webhooks.example.com", strings.Join(msgs, "; ")))}
 	}
+	labels := strings.Split(address, ".")
+	if numeric.MatchString(labels[len(labels)-1]) {
+		return field.ErrorList{field.Invalid(fldPath, address, "is neither an IP address nor a DNS name: a DNS name does not end in a number, and resolvers read names such as 0, 127.1 or 010.0.0.1 as IPv4 addresses in other notations (0 is 0.0.0.0); write the IP address in the usual notation, e.g. 127.0.0.1, or a DNS name, e.g. webhooks.example.com")}
+	}
 	return nil
 }
+
+// numeric matches a label that is a number, in decimal, octal or hex: the
+// parts of an IPv4 address as inet_aton reads it (RFC 1123, section 2.1:
+// a host name's last label is never numeric, so that it is never taken
+// for one).
+var numeric = regexp.MustCompile(`^([0-9]+|0x[0-9a-f]*)$`)

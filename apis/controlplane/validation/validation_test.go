@@ -37,7 +37,17 @@ func TestValidateServiceLocation(t *testing.T) {
 		{name: "namespace not a label", location: location("api.-wardle", "127.0.0.1", https), want: map[string]string{"metadata.name": "namespace"}},
 		{name: "no address", location: location("api.wardle", "", https), want: map[string]string{"spec.address": "127.0.0.1"}},
 		{name: "unspecified address", location: location("api.wardle", "0.0.0.0", https), want: map[string]string{"spec.address": "no address to connect to"}},
+		{name: "unspecified IPv4-mapped address", location: location("api.wardle", "::ffff:0.0.0.0", https), want: map[string]string{"spec.address": "no address to connect to"}},
+		{name: "IPv4-mapped address", location: location("api.wardle", "::ffff:127.0.0.1", https)},
 		{name: "zone", location: location("api.wardle", "fe80::1%eth0", https), want: map[string]string{"spec.address": "zone"}},
+		// Resolvers read these as IPv4 addresses (inet_aton): 0 is
+		// 0.0.0.0, 127.1 is 127.0.0.1, 010.0.0.1 is 8.0.0.1.
+		{name: "zero for an address", location: location("api.wardle", "0", https), want: map[string]string{"spec.address": "does not end in a number"}},
+		{name: "short IPv4 notation", location: location("api.wardle", "127.1", https), want: map[string]string{"spec.address": "write the IP address in the usual notation"}},
+		{name: "IPv4 with leading zeros", location: location("api.wardle", "010.0.0.1", https), want: map[string]string{"spec.address": "does not end in a number"}},
+		{name: "hex IPv4", location: location("api.wardle", "0x7f000001", https), want: map[string]string{"spec.address": "does not end in a number"}},
+		{name: "name ending in a number", location: location("api.wardle", "webhooks.example.123", https), want: map[string]string{"spec.address": "does not end in a number"}},
+		{name: "name with numeric labels", location: location("api.wardle", "10.webhooks.example.com", https)},
 		{name: "URL for an address", location: location("api.wardle", "https://127.0.0.1:8443", https), want: map[string]string{"spec.address": "IP address or a DNS name"}},
 		{name: "no ports", location: location("api.wardle", "127.0.0.1"), want: map[string]string{"spec.ports": "targetPort"}},
 		{name: "too many ports", location: location("api.wardle", "127.0.0.1", manyPorts...), want: map[string]string{"spec.ports": "must have at most"}},

@@ -7,8 +7,10 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -88,6 +90,10 @@ func ValidateNetworkClaimStatusUpdate(claim, old *networking.NetworkClaim) field
 			}
 		}
 		errs = append(errs, validateReference(record.Reference, path.Child("reference"))...)
+		errs = append(errs, validateTime(record.Date, path.Child("date"))...)
+	}
+	for i, c := range status.Conditions {
+		errs = append(errs, validateTime(c.LastTransitionTime, fldPath.Child("conditions").Index(i).Child("lastTransitionTime"))...)
 	}
 	return append(errs, metav1validation.ValidateConditions(status.Conditions, fldPath.Child("conditions"))...)
 }
@@ -231,14 +237,33 @@ func validatePrefix(value string, fldPath *field.Path) (netip.Prefix, *field.Err
 	if err != nil {
 		return netip.Prefix{}, field.Invalid(fldPath, value, "must be an IPv4 or IPv6 CIDR, e.g. 10.96.0.0/12 or fd00:10:96::/112")
 	}
-	if prefix.Addr().Is4In6() {
-		suggestion := netip.PrefixFrom(prefix.Addr().Unmap(), max(prefix.Bits()-96, 0)).Masked()
+	// Only a /96 or longer lies in the IPv4-mapped range ::ffff:0:0/96; a
+	// shorter one written in its notation (::ffff:0.0.0.0/0) is an IPv6
+	// prefix that is not in canonical form, and is told so below, rather
+	// than offered an IPv4 prefix that covers none of its other addresses.
+	if prefix.Addr().Is4In6() && prefix.Bits() >= 96 {
+		suggestion := netip.PrefixFrom(prefix.Addr().Unmap(), prefix.Bits()-96).Masked()
 		return netip.Prefix{}, field.Invalid(fldPath, value, fmt.Sprintf("must not be an IPv4-mapped IPv6 prefix: write the IPv4 prefix, e.g. %s", suggestion))
 	}
 	if canonical := prefix.Masked().String(); canonical != value {
 		return netip.Prefix{}, field.Invalid(fldPath, value, fmt.Sprintf("must be a canonical prefix (no host bits set, shortest form): write %s", canonical))
 	}
 	return prefix, nil
+}
+
+// validateTime checks that t can be stored and read back. metav1.Time is
+// written in UTC as RFC 3339, whose years have four digits, and reads
+// nothing else: a time that its zone offset carries past the end of 9999
+// (9999-12-31T23:59:59-23:00) or before year 0 would be stored, and every
+// read of the claim after it would fail, lists and watches included.
+func validateTime(t metav1.Time, fldPath *field.Path) field.ErrorList {
+	if t.IsZero() {
+		return nil
+	}
+	if year := t.UTC().Year(); year < 0 || year > 9999 {
+		return field.ErrorList{field.Invalid(fldPath, t.Format(time.RFC3339), "must lie between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59Z in UTC: write the time in UTC, e.g. 2026-03-01T12:00:00Z")}
+	}
+	return nil
 }
 
 func validateReference(ref *networking.ResourceReference, fldPath *field.Path) field.ErrorList {
