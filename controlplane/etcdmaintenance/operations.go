@@ -28,30 +28,43 @@ const compactRevKey = "compact_rev_key"
 // than compact to an older revision and fail. While a NOSPACE alarm is
 // raised that write is refused; the compaction goes ahead without it.
 func Compact(ctx context.Context, c *clientv3.Client) (int64, error) {
-	resp, err := c.Get(ctx, compactRevKey, clientv3.WithCountOnly())
+	rev, version, err := readCompactRev(ctx, c)
 	if err != nil {
-		return 0, fmt.Errorf("reading the current etcd revision: %w", err)
+		return 0, err
 	}
-	rev := resp.Header.Revision
-	if err := recordCompaction(ctx, c, rev); err != nil && !errors.Is(err, rpctypes.ErrNoSpace) {
+	if err := casCompactRev(ctx, c, version, rev); err != nil && !errors.Is(err, rpctypes.ErrNoSpace) {
 		return 0, err
 	}
 	return rev, compactTo(ctx, c, rev)
 }
 
-// recordCompaction records rev in compactRevKey, unless a compactor
-// records its own round at this very moment (then compacting to rev
-// still holds).
+// recordCompaction records rev in compactRevKey.
 func recordCompaction(ctx context.Context, c *clientv3.Client, rev int64) error {
+	_, version, err := readCompactRev(ctx, c)
+	if err != nil {
+		return err
+	}
+	return casCompactRev(ctx, c, version, rev)
+}
+
+// readCompactRev returns the cluster's current revision and the version
+// of compactRevKey.
+func readCompactRev(ctx context.Context, c *clientv3.Client) (rev, version int64, err error) {
 	resp, err := c.Get(ctx, compactRevKey)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", compactRevKey, err)
+		return 0, 0, fmt.Errorf("reading %s: %w", compactRevKey, err)
 	}
-	var version int64
 	if len(resp.Kvs) > 0 {
 		version = resp.Kvs[0].Version
 	}
-	_, err = c.Txn(ctx).
+	return resp.Header.Revision, version, nil
+}
+
+// casCompactRev writes rev to compactRevKey unless its version moved from
+// version: a compactor recorded its own round at this very moment, and
+// compacting to rev still holds.
+func casCompactRev(ctx context.Context, c *clientv3.Client, version, rev int64) error {
+	_, err := c.Txn(ctx).
 		If(clientv3.Compare(clientv3.Version(compactRevKey), "=", version)).
 		Then(clientv3.OpPut(compactRevKey, strconv.FormatInt(rev, 10))).
 		Commit()

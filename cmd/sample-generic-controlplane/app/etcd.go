@@ -15,6 +15,7 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/datadir"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdmaintenance"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdtls"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
 
@@ -93,11 +94,21 @@ func (o *etcdTarget) connect(ctx context.Context) (*clientv3.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := o.checkTLS(ctx, endpoints); err != nil {
+		return nil, err
+	}
 	cfg, err := embeddedetcd.ClientConfig(endpoints, o.caFile, o.certFile, o.keyFile)
 	if err != nil {
 		return nil, err
 	}
 	return embeddedetcd.Connect(ctx, cfg)
+}
+
+// checkTLS names the flag to fix when the TLS files cannot reach the
+// members at endpoints (etcdtls.Check), rather than report them as
+// members that did not answer.
+func (o *etcdTarget) checkTLS(ctx context.Context, endpoints []string) error {
+	return etcdtls.Check(ctx, endpoints, etcdtls.Files{CAFile: o.caFile, CertFile: o.certFile, KeyFile: o.keyFile})
 }
 
 // newEtcdClientCommand is a command of the etcd group: it takes the

@@ -15,7 +15,6 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/datadir"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdtls"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
 
@@ -91,10 +90,7 @@ the data dir.`,
 			if info, err := os.Stat(filepath.Dir(file)); err != nil || !info.IsDir() {
 				return fmt.Errorf("the directory of %s does not exist; create it, or choose a FILE in an existing directory", file)
 			}
-			// A member that refuses the TLS files is named with the flag
-			// to fix, rather than as one that did not answer.
-			files := etcdtls.Files{CAFile: source.CAFile, CertFile: source.CertFile, KeyFile: source.KeyFile}
-			if err := etcdtls.Check(cmd.Context(), []string{source.Endpoint}, files); err != nil {
+			if err := o.checkTLS(cmd.Context(), []string{source.Endpoint}); err != nil {
 				return err
 			}
 			path, status, err := embeddedetcd.SaveSnapshot(cmd.Context(), source, filepath.Dir(file), func(embeddedetcd.SnapshotStatus) string {
