@@ -146,6 +146,9 @@ func TestSnapshotSaveOverTLS(t *testing.T) {
 	if out, err := execute(t, args...); err != nil || !strings.HasPrefix(out, "Saved snapshot "+file+"\n") {
 		t.Fatalf("snapshot save over TLS: %v\n%s", err, out)
 	}
+	if out, err := execute(t, append([]string{"etcd", "status", "--etcd-servers=" + member}, creds.ClientFlags()...)...); err != nil || !strings.Contains(out, "Alarms:   none") {
+		t.Fatalf("etcd status over TLS: %v\n%s", err, out)
+	}
 
 	for _, tc := range []struct {
 		name  string
@@ -164,6 +167,12 @@ func TestSnapshotSaveOverTLS(t *testing.T) {
 			// The client's own wait for a member that does not answer is 5 s.
 			if took := time.Since(start); took > 2*time.Second {
 				t.Errorf("snapshot save failed after %s; want at once", took)
+			}
+
+			// The etcd commands take the same flags, and say the same.
+			out, err = execute(t, append([]string{"etcd", "status", "--etcd-servers=" + member}, tc.flags...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("etcd status: %v\n%s\nwant an error that says %q", err, out, tc.want)
 			}
 		})
 	}
