@@ -72,7 +72,63 @@ type AddressSpaceRecord struct {
 	// IANA delegates blocks to regional registries.
 	// +optional
 	Delegable bool `json:"delegable,omitempty"`
+	// pool sets how a delegable record hands out its space: the lengths of
+	// the sub-prefixes taken from it, how many one claim may hold, ranges
+	// reserved from first fit, and how long a released sub-prefix rests
+	// before another claim gets it. Only with delegable.
+	// +optional
+	Pool *PoolPolicy `json:"pool,omitempty"`
 	// description says what the range is for, in at most 255 characters.
+	// +optional
+	Description string `json:"description,omitempty"`
+}
+
+// PoolPolicy is how a delegable record hands out its space. It applies to
+// the records taken from it directly (with from naming its claim), pool
+// records and exact sub-prefixes alike; what was allocated before the
+// policy changed stays allocated.
+type PoolPolicy struct {
+	// minPrefixLength is the shortest sub-prefix taken from this record,
+	// that is the largest block: 16 hands out nothing larger than a /16.
+	// Unset: any prefix longer than the record's own.
+	// +optional
+	MinPrefixLength *int32 `json:"minPrefixLength,omitempty"`
+	// maxPrefixLength is the longest sub-prefix taken from this record,
+	// that is the smallest block: 24 hands out nothing smaller than a
+	// /24, so that nobody fills the pool with /30s. Unset: up to a single
+	// address (/32, /128).
+	// +optional
+	MaxPrefixLength *int32 `json:"maxPrefixLength,omitempty"`
+	// maxRecordsPerClaim is how many records one claim may hold from this
+	// record, e.g. 2 for one pod range and one spare. Unset: no limit
+	// beyond a claim's 64 records.
+	// +optional
+	MaxRecordsPerClaim *int32 `json:"maxRecordsPerClaim,omitempty"`
+	// reservations are sub-ranges that first fit never hands out: a
+	// gateway range, a legacy block, room kept for later. A record that
+	// names a reserved prefix exactly (prefix with from) gets it, as any
+	// other sub-prefix: a reservation keeps space from being chosen, not
+	// from being asked for. At most 64, none overlapping another.
+	// +listType=map
+	// +listMapKey=prefix
+	// +optional
+	Reservations []PoolReservation `json:"reservations,omitempty"`
+	// reuseGracePeriodSeconds is how long a sub-prefix released by one
+	// claim rests before another claim gets it, while routes to its
+	// previous holder may still exist. The claim that released it may take
+	// it back at once. Unset or 0: reused at once. At most 2592000 (30 days).
+	// +optional
+	ReuseGracePeriodSeconds *int64 `json:"reuseGracePeriodSeconds,omitempty"`
+}
+
+// PoolReservation is a sub-range of a pool that first fit never hands out.
+type PoolReservation struct {
+	// prefix is the reserved range, inside the pool's prefix, e.g.
+	// 10.0.0.0/24.
+	// +required
+	Prefix string `json:"prefix"`
+	// description says what the range is kept for, in at most 255
+	// characters.
 	// +optional
 	Description string `json:"description,omitempty"`
 }
@@ -145,7 +201,7 @@ type AddressSpaceStatus struct {
 	// +required
 	Status AllocationStatus `json:"status"`
 	// reason says, for an Unavailable record, why in one word: Conflict,
-	// PoolExhausted or PoolNotFound.
+	// PoolExhausted, PoolNotFound, PoolPolicy or ReuseGracePeriod.
 	// +optional
 	Reason string `json:"reason,omitempty"`
 	// message says why the record is unavailable, for people.
@@ -165,6 +221,71 @@ type AddressSpaceStatus struct {
 	// records are allocated, first come, first served.
 	// +optional
 	FirstSeenResourceVersion string `json:"firstSeenResourceVersion,omitempty"`
+	// pool is, for an allocated delegable record, how much of it is
+	// taken: the registry updates it within seconds of a change.
+	// +optional
+	Pool *PoolStatus `json:"pool,omitempty"`
+}
+
+// PoolStatus is how full a delegable record is. Address counts are
+// decimal strings, as exact as the addresses: an IPv6 pool holds more
+// addresses than 64 bits can count (a /32 holds 2^96). allocated,
+// reserved, cooling and free add up to size.
+type PoolStatus struct {
+	// size is the number of addresses of the record's prefix, e.g.
+	// "16777216" for a /8 of IPv4.
+	// +required
+	Size string `json:"size"`
+	// allocated counts the addresses of the sub-prefixes allocated inside
+	// the record: those taken from it, and any others inside it.
+	// +required
+	Allocated string `json:"allocated"`
+	// reserved counts the addresses of its reservations not allocated.
+	// +required
+	Reserved string `json:"reserved"`
+	// cooling counts the addresses released within the reuse grace period,
+	// and neither allocated nor reserved.
+	// +required
+	Cooling string `json:"cooling"`
+	// free counts the addresses that first fit may hand out.
+	// +required
+	Free string `json:"free"`
+	// usedPercent is the part of the record first fit cannot hand out
+	// (allocated, reserved or cooling), in percent rounded down: 0 to 100.
+	// +required
+	UsedPercent int32 `json:"usedPercent"`
+	// largestFreePrefix is the largest free block, the lowest if several
+	// are as large: the shortest prefix a record could be given now, e.g.
+	// 10.128.0.0/9. Empty when nothing is free.
+	// +optional
+	LargestFreePrefix string `json:"largestFreePrefix,omitempty"`
+	// subPrefixes counts the allocated records taken from this record.
+	// +required
+	SubPrefixes int32 `json:"subPrefixes"`
+	// tenants counts the claims that hold them.
+	// +required
+	Tenants int32 `json:"tenants"`
+	// coolingPrefixes lists the sub-prefixes in their reuse grace period, soonest
+	// reusable first: the registry reads them back after a restart. At most
+	// 256; beyond that the ones reusable soonest are dropped.
+	// +listType=map
+	// +listMapKey=prefix
+	// +optional
+	CoolingPrefixes []CoolingPrefix `json:"coolingPrefixes,omitempty"`
+}
+
+// CoolingPrefix is a released sub-prefix in its reuse grace period.
+type CoolingPrefix struct {
+	// prefix is the released sub-prefix.
+	// +required
+	Prefix string `json:"prefix"`
+	// claim is the NetworkClaim that released it: the one claim that may
+	// take it again before reusableAt.
+	// +required
+	Claim string `json:"claim"`
+	// reusableAt is when another claim may be given it.
+	// +required
+	ReusableAt metav1.Time `json:"reusableAt"`
 }
 
 // ClaimedPrefix is a prefix and the claim that holds it.
@@ -202,6 +323,29 @@ const (
 	// ReasonPoolNotFound: the claim the record is taken from holds no
 	// allocated delegable prefix that could hold it.
 	ReasonPoolNotFound = "PoolNotFound"
+	// ReasonPoolPolicy: the record breaks the policy of the pool it is
+	// taken from: a prefix length outside the pool's bounds, or more
+	// records from it than one claim may hold.
+	ReasonPoolPolicy = "PoolPolicy"
+	// ReasonReuseGracePeriod: the prefix was released by another claim
+	// within its pool's reuse grace period; the record gets it once that
+	// ends.
+	ReasonReuseGracePeriod = "ReuseGracePeriod"
+)
+
+const (
+	// ConditionPoolPressure is True while one of the claim's delegable
+	// records is at least 80% used (usedPercent), with the reason
+	// ReasonAbove80Percent or ReasonAbove95Percent; False below, with
+	// ReasonBelow80Percent. Claims without an allocated delegable record
+	// do not have it.
+	ConditionPoolPressure = "PoolPressure"
+	// ReasonAbove80Percent: a pool is 80% to 95% used.
+	ReasonAbove80Percent = "Above80Percent"
+	// ReasonAbove95Percent: a pool is at least 95% used.
+	ReasonAbove95Percent = "Above95Percent"
+	// ReasonBelow80Percent: every pool is less than 80% used.
+	ReasonBelow80Percent = "Below80Percent"
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

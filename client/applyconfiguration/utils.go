@@ -48,12 +48,20 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationnetworkingv1alpha1.AddressSpaceStatusApplyConfiguration{}
 	case networkingv1alpha1.SchemeGroupVersion.WithKind("ClaimedPrefix"):
 		return &applyconfigurationnetworkingv1alpha1.ClaimedPrefixApplyConfiguration{}
+	case networkingv1alpha1.SchemeGroupVersion.WithKind("CoolingPrefix"):
+		return &applyconfigurationnetworkingv1alpha1.CoolingPrefixApplyConfiguration{}
 	case networkingv1alpha1.SchemeGroupVersion.WithKind("NetworkClaim"):
 		return &applyconfigurationnetworkingv1alpha1.NetworkClaimApplyConfiguration{}
 	case networkingv1alpha1.SchemeGroupVersion.WithKind("NetworkClaimSpec"):
 		return &applyconfigurationnetworkingv1alpha1.NetworkClaimSpecApplyConfiguration{}
 	case networkingv1alpha1.SchemeGroupVersion.WithKind("NetworkClaimStatus"):
 		return &applyconfigurationnetworkingv1alpha1.NetworkClaimStatusApplyConfiguration{}
+	case networkingv1alpha1.SchemeGroupVersion.WithKind("PoolPolicy"):
+		return &applyconfigurationnetworkingv1alpha1.PoolPolicyApplyConfiguration{}
+	case networkingv1alpha1.SchemeGroupVersion.WithKind("PoolReservation"):
+		return &applyconfigurationnetworkingv1alpha1.PoolReservationApplyConfiguration{}
+	case networkingv1alpha1.SchemeGroupVersion.WithKind("PoolStatus"):
+		return &applyconfigurationnetworkingv1alpha1.PoolStatusApplyConfiguration{}
 	case networkingv1alpha1.SchemeGroupVersion.WithKind("PrefixSource"):
 		return &applyconfigurationnetworkingv1alpha1.PrefixSourceApplyConfiguration{}
 	case networkingv1alpha1.SchemeGroupVersion.WithKind("ResourceReference"):

@@ -91,10 +91,14 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.AddressSpaceRecord{}.OpenAPIModelName():  schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceRecord(ref),
 		v1alpha1.AddressSpaceStatus{}.OpenAPIModelName():  schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceStatus(ref),
 		v1alpha1.ClaimedPrefix{}.OpenAPIModelName():       schema_sample_generic_controlplane_apis_networking_v1alpha1_ClaimedPrefix(ref),
+		v1alpha1.CoolingPrefix{}.OpenAPIModelName():       schema_sample_generic_controlplane_apis_networking_v1alpha1_CoolingPrefix(ref),
 		v1alpha1.NetworkClaim{}.OpenAPIModelName():        schema_sample_generic_controlplane_apis_networking_v1alpha1_NetworkClaim(ref),
 		v1alpha1.NetworkClaimList{}.OpenAPIModelName():    schema_sample_generic_controlplane_apis_networking_v1alpha1_NetworkClaimList(ref),
 		v1alpha1.NetworkClaimSpec{}.OpenAPIModelName():    schema_sample_generic_controlplane_apis_networking_v1alpha1_NetworkClaimSpec(ref),
 		v1alpha1.NetworkClaimStatus{}.OpenAPIModelName():  schema_sample_generic_controlplane_apis_networking_v1alpha1_NetworkClaimStatus(ref),
+		v1alpha1.PoolPolicy{}.OpenAPIModelName():          schema_sample_generic_controlplane_apis_networking_v1alpha1_PoolPolicy(ref),
+		v1alpha1.PoolReservation{}.OpenAPIModelName():     schema_sample_generic_controlplane_apis_networking_v1alpha1_PoolReservation(ref),
+		v1alpha1.PoolStatus{}.OpenAPIModelName():          schema_sample_generic_controlplane_apis_networking_v1alpha1_PoolStatus(ref),
 		v1alpha1.PrefixSource{}.OpenAPIModelName():        schema_sample_generic_controlplane_apis_networking_v1alpha1_PrefixSource(ref),
 		v1alpha1.ResourceReference{}.OpenAPIModelName():   schema_sample_generic_controlplane_apis_networking_v1alpha1_ResourceReference(ref),
 	}
@@ -2821,6 +2825,12 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceRec
 							Format:      "",
 						},
 					},
+					"pool": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pool sets how a delegable record hands out its space: the lengths of the sub-prefixes taken from it, how many one claim may hold, ranges reserved from first fit, and how long a released sub-prefix rests before another claim gets it. Only with delegable.",
+							Ref:         ref(v1alpha1.PoolPolicy{}.OpenAPIModelName()),
+						},
+					},
 					"description": {
 						SchemaProps: spec.SchemaProps{
 							Description: "description says what the range is for, in at most 255 characters.",
@@ -2832,7 +2842,7 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceRec
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PrefixSource{}.OpenAPIModelName(), v1alpha1.ResourceReference{}.OpenAPIModelName()},
+			v1alpha1.PoolPolicy{}.OpenAPIModelName(), v1alpha1.PrefixSource{}.OpenAPIModelName(), v1alpha1.ResourceReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -2894,7 +2904,7 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceSta
 					},
 					"reason": {
 						SchemaProps: spec.SchemaProps{
-							Description: "reason says, for an Unavailable record, why in one word: Conflict, PoolExhausted or PoolNotFound.",
+							Description: "reason says, for an Unavailable record, why in one word: Conflict, PoolExhausted, PoolNotFound, PoolPolicy or ReuseGracePeriod.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -2925,12 +2935,18 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_AddressSpaceSta
 							Format:      "",
 						},
 					},
+					"pool": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pool is, for an allocated delegable record, how much of it is taken: the registry updates it within seconds of a change.",
+							Ref:         ref(v1alpha1.PoolStatus{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"date", "status"},
 			},
 		},
 		Dependencies: []string{
-			v1.Time{}.OpenAPIModelName(), v1alpha1.ClaimedPrefix{}.OpenAPIModelName(), v1alpha1.ResourceReference{}.OpenAPIModelName()},
+			v1.Time{}.OpenAPIModelName(), v1alpha1.ClaimedPrefix{}.OpenAPIModelName(), v1alpha1.PoolStatus{}.OpenAPIModelName(), v1alpha1.ResourceReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -2961,6 +2977,44 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_ClaimedPrefix(r
 				Required: []string{"claim", "prefix"},
 			},
 		},
+	}
+}
+
+func schema_sample_generic_controlplane_apis_networking_v1alpha1_CoolingPrefix(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CoolingPrefix is a released sub-prefix in its reuse grace period.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"prefix": {
+						SchemaProps: spec.SchemaProps{
+							Description: "prefix is the released sub-prefix.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"claim": {
+						SchemaProps: spec.SchemaProps{
+							Description: "claim is the NetworkClaim that released it: the one claim that may take it again before reusableAt.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reusableAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reusableAt is when another claim may be given it.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"prefix", "claim", "reusableAt"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -3162,6 +3216,207 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_NetworkClaimSta
 		},
 		Dependencies: []string{
 			v1.Condition{}.OpenAPIModelName(), v1alpha1.AddressSpaceStatus{}.OpenAPIModelName()},
+	}
+}
+
+func schema_sample_generic_controlplane_apis_networking_v1alpha1_PoolPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PoolPolicy is how a delegable record hands out its space. It applies to the records taken from it directly (with from naming its claim), pool records and exact sub-prefixes alike; what was allocated before the policy changed stays allocated.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"minPrefixLength": {
+						SchemaProps: spec.SchemaProps{
+							Description: "minPrefixLength is the shortest sub-prefix taken from this record, that is the largest block: 16 hands out nothing larger than a /16. Unset: any prefix longer than the record's own.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"maxPrefixLength": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxPrefixLength is the longest sub-prefix taken from this record, that is the smallest block: 24 hands out nothing smaller than a /24, so that nobody fills the pool with /30s. Unset: up to a single address (/32, /128).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"maxRecordsPerClaim": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxRecordsPerClaim is how many records one claim may hold from this record, e.g. 2 for one pod range and one spare. Unset: no limit beyond a claim's 64 records.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"reservations": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"prefix",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "reservations are sub-ranges that first fit never hands out: a gateway range, a legacy block, room kept for later. A record that names a reserved prefix exactly (prefix with from) gets it, as any other sub-prefix: a reservation keeps space from being chosen, not from being asked for. At most 64, none overlapping another.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.PoolReservation{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"reuseGracePeriodSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reuseGracePeriodSeconds is how long a sub-prefix released by one claim rests before another claim gets it, while routes to its previous holder may still exist. The claim that released it may take it back at once. Unset or 0: reused at once. At most 2592000 (30 days).",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PoolReservation{}.OpenAPIModelName()},
+	}
+}
+
+func schema_sample_generic_controlplane_apis_networking_v1alpha1_PoolReservation(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PoolReservation is a sub-range of a pool that first fit never hands out.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"prefix": {
+						SchemaProps: spec.SchemaProps{
+							Description: "prefix is the reserved range, inside the pool's prefix, e.g. 10.0.0.0/24.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"description": {
+						SchemaProps: spec.SchemaProps{
+							Description: "description says what the range is kept for, in at most 255 characters.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"prefix"},
+			},
+		},
+	}
+}
+
+func schema_sample_generic_controlplane_apis_networking_v1alpha1_PoolStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PoolStatus is how full a delegable record is. Address counts are decimal strings, as exact as the addresses: an IPv6 pool holds more addresses than 64 bits can count (a /32 holds 2^96). allocated, reserved, cooling and free add up to size.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"size": {
+						SchemaProps: spec.SchemaProps{
+							Description: "size is the number of addresses of the record's prefix, e.g. \"16777216\" for a /8 of IPv4.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"allocated": {
+						SchemaProps: spec.SchemaProps{
+							Description: "allocated counts the addresses of the sub-prefixes allocated inside the record: those taken from it, and any others inside it.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reserved": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reserved counts the addresses of its reservations not allocated.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"cooling": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cooling counts the addresses released within the reuse grace period, and neither allocated nor reserved.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"free": {
+						SchemaProps: spec.SchemaProps{
+							Description: "free counts the addresses that first fit may hand out.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"usedPercent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "usedPercent is the part of the record first fit cannot hand out (allocated, reserved or cooling), in percent rounded down: 0 to 100.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"largestFreePrefix": {
+						SchemaProps: spec.SchemaProps{
+							Description: "largestFreePrefix is the largest free block, the lowest if several are as large: the shortest prefix a record could be given now, e.g. 10.128.0.0/9. Empty when nothing is free.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"subPrefixes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "subPrefixes counts the allocated records taken from this record.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"tenants": {
+						SchemaProps: spec.SchemaProps{
+							Description: "tenants counts the claims that hold them.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"coolingPrefixes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"prefix",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "coolingPrefixes lists the sub-prefixes in their reuse grace period, soonest reusable first: the registry reads them back after a restart. At most 256; beyond that the ones reusable soonest are dropped.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.CoolingPrefix{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"size", "allocated", "reserved", "cooling", "free", "usedPercent", "subPrefixes", "tenants"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.CoolingPrefix{}.OpenAPIModelName()},
 	}
 }
 

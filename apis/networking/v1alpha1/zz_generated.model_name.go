@@ -37,6 +37,11 @@ func (in ClaimedPrefix) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CoolingPrefix) OpenAPIModelName() string {
+	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.CoolingPrefix"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NetworkClaim) OpenAPIModelName() string {
 	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaim"
 }
@@ -54,6 +59,21 @@ func (in NetworkClaimSpec) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NetworkClaimStatus) OpenAPIModelName() string {
 	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaimStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PoolPolicy) OpenAPIModelName() string {
+	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.PoolPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PoolReservation) OpenAPIModelName() string {
+	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.PoolReservation"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PoolStatus) OpenAPIModelName() string {
+	return "io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.PoolStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

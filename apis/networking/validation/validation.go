@@ -4,7 +4,9 @@ package validation
 
 import (
 	"fmt"
+	"math/big"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +27,12 @@ const (
 	MaxRecords = 64
 	// MaxDescriptionLength bounds a record's description.
 	MaxDescriptionLength = 255
+	// MaxReservations is the most reservations one pool may have.
+	MaxReservations = 64
+	// MaxReuseGracePeriodSeconds bounds a pool's reuse grace period: 30 days.
+	MaxReuseGracePeriodSeconds = 30 * 24 * 60 * 60
+	// MaxCoolingPrefixes is the most cooling prefixes a pool's status lists.
+	MaxCoolingPrefixes = 256
 )
 
 // ValidateNetworkClaim validates a new claim.
@@ -77,11 +85,10 @@ func ValidateNetworkClaimStatusUpdate(claim, old *networking.NetworkClaim) field
 		default:
 			errs = append(errs, field.NotSupported(path.Child("status"), record.Status, []string{string(networking.AllocationAllocated), string(networking.AllocationUnavailable)}))
 		}
-		switch record.Reason {
-		case "", networking.ReasonConflict, networking.ReasonPoolExhausted, networking.ReasonPoolNotFound:
-		default:
-			errs = append(errs, field.NotSupported(path.Child("reason"), record.Reason, []string{networking.ReasonConflict, networking.ReasonPoolExhausted, networking.ReasonPoolNotFound}))
+		if reasons := []string{networking.ReasonConflict, networking.ReasonPoolExhausted, networking.ReasonPoolNotFound, networking.ReasonPoolPolicy, networking.ReasonReuseGracePeriod}; record.Reason != "" && !slices.Contains(reasons, record.Reason) {
+			errs = append(errs, field.NotSupported(path.Child("reason"), record.Reason, reasons))
 		}
+		errs = append(errs, validatePoolStatus(record.Pool, path.Child("pool"))...)
 		errs = append(errs, validateClaimedPrefix(record.ConflictsWith, path.Child("conflictsWith"))...)
 		errs = append(errs, validateClaimedPrefix(record.DelegatedFrom, path.Child("delegatedFrom"))...)
 		if rv := record.FirstSeenResourceVersion; rv != "" {
@@ -156,6 +163,7 @@ func ValidateNetworkClaimSpec(name string, spec *networking.NetworkClaimSpec, fl
 			errs = append(errs, field.Required(path.Child("prefix"), "write a prefix such as 10.96.0.0/12, or prefixLength with from to take one from another claim's delegable prefix"))
 		}
 		errs = append(errs, validateSource(name, record, path)...)
+		errs = append(errs, validatePoolPolicy(record, path)...)
 		if len(record.Description) > MaxDescriptionLength {
 			errs = append(errs, field.TooLong(path.Child("description"), "", MaxDescriptionLength))
 		}
@@ -282,6 +290,130 @@ func validateReference(ref *networking.ResourceReference, fldPath *field.Path) f
 		for _, msg := range validation.IsDNS1123Label(ref.Resource) {
 			errs = append(errs, field.Invalid(fldPath.Child("resource"), ref.Resource, msg+"; write the plural resource name, e.g. services"))
 		}
+	}
+	return errs
+}
+
+// validatePoolPolicy checks a delegable record's pool policy against the
+// record: lengths that fit inside its prefix, reservations inside it.
+func validatePoolPolicy(record networking.AddressSpaceRecord, path *field.Path) field.ErrorList {
+	policy := record.Pool
+	if policy == nil {
+		return nil
+	}
+	poolPath := path.Child("pool")
+	if !record.Delegable {
+		return field.ErrorList{field.Invalid(poolPath, "", "only a delegable record hands out sub-prefixes: add delegable: true, or remove pool")}
+	}
+	// The record's own length, where it is known: its prefix's, or the
+	// length a pool record asks for; 0 (and up to 128) otherwise.
+	own, bitLen := 0, 128
+	prefix, err := netip.ParsePrefix(record.Prefix)
+	switch {
+	case err == nil:
+		own, bitLen = prefix.Bits(), prefix.Addr().BitLen()
+	case record.PrefixLength != nil:
+		own = int(*record.PrefixLength)
+	}
+	var errs field.ErrorList
+	lengthOK := func(n *int32, name string) bool {
+		if n == nil {
+			return false
+		}
+		if int(*n) <= own || int(*n) > bitLen {
+			errs = append(errs, field.Invalid(poolPath.Child(name), *n, fmt.Sprintf("must be the length of a sub-prefix of this record, longer than its own: write %d to %d", own+1, bitLen)))
+			return false
+		}
+		return true
+	}
+	minOK, maxOK := lengthOK(policy.MinPrefixLength, "minPrefixLength"), lengthOK(policy.MaxPrefixLength, "maxPrefixLength")
+	if minOK && maxOK && *policy.MinPrefixLength > *policy.MaxPrefixLength {
+		errs = append(errs, field.Invalid(poolPath.Child("maxPrefixLength"), *policy.MaxPrefixLength,
+			fmt.Sprintf("must not be shorter than minPrefixLength %d: minPrefixLength is the largest block handed out, maxPrefixLength the smallest; write %d or more", *policy.MinPrefixLength, *policy.MinPrefixLength)))
+	}
+	if n := policy.MaxRecordsPerClaim; n != nil && (*n < 1 || *n > MaxRecords) {
+		errs = append(errs, field.Invalid(poolPath.Child("maxRecordsPerClaim"), *n, fmt.Sprintf("must be 1 to %d (a claim holds at most %d records): write 1 for one record per claim, or leave it unset for no limit", MaxRecords, MaxRecords)))
+	}
+	if n := policy.ReuseGracePeriodSeconds; n != nil && (*n < 0 || *n > MaxReuseGracePeriodSeconds) {
+		errs = append(errs, field.Invalid(poolPath.Child("reuseGracePeriodSeconds"), *n, fmt.Sprintf("must be 0 to %d (30 days): write e.g. 3600 to rest a released sub-prefix for an hour, or 0 to reuse it at once", MaxReuseGracePeriodSeconds)))
+	}
+	reservationsPath := poolPath.Child("reservations")
+	if n := len(policy.Reservations); n > MaxReservations {
+		errs = append(errs, field.TooMany(reservationsPath, n, MaxReservations))
+	}
+	var reserved []netip.Prefix
+	for i, r := range policy.Reservations {
+		rPath := reservationsPath.Index(i)
+		if len(r.Description) > MaxDescriptionLength {
+			errs = append(errs, field.TooLong(rPath.Child("description"), "", MaxDescriptionLength))
+		}
+		p, perr := validatePrefix(r.Prefix, rPath.Child("prefix"))
+		if perr != nil {
+			errs = append(errs, perr)
+			continue
+		}
+		if err != nil {
+			errs = append(errs, field.Invalid(rPath.Child("prefix"), r.Prefix, "a record whose prefix the registry chooses cannot know its reservations in advance: reserve ranges on a record that names its prefix, or remove reservations"))
+			continue
+		}
+		if p.Bits() <= prefix.Bits() || !prefix.Contains(p.Addr()) {
+			errs = append(errs, field.Invalid(rPath.Child("prefix"), r.Prefix, fmt.Sprintf("must lie strictly inside the record's prefix %s: write a sub-prefix of it, e.g. %s", prefix, netip.PrefixFrom(prefix.Addr(), min(prefix.Bits()+8, prefix.Addr().BitLen())))))
+			continue
+		}
+		for j, other := range reserved {
+			if p.Overlaps(other) {
+				errs = append(errs, field.Invalid(rPath.Child("prefix"), r.Prefix, fmt.Sprintf("overlaps reservations[%d] %s: reserve the larger range alone", j, other)))
+			}
+		}
+		reserved = append(reserved, p)
+	}
+	return errs
+}
+
+// validatePoolStatus checks the utilization the registry writes.
+func validatePoolStatus(pool *networking.PoolStatus, path *field.Path) field.ErrorList {
+	if pool == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, c := range []struct{ name, value string }{
+		{"size", pool.Size}, {"allocated", pool.Allocated}, {"reserved", pool.Reserved}, {"cooling", pool.Cooling}, {"free", pool.Free},
+	} {
+		if n, ok := new(big.Int).SetString(c.value, 10); !ok || n.Sign() < 0 || n.String() != c.value {
+			errs = append(errs, field.Invalid(path.Child(c.name), c.value, "must be a number of addresses in decimal, e.g. 16777216"))
+		}
+	}
+	if pool.UsedPercent < 0 || pool.UsedPercent > 100 {
+		errs = append(errs, field.Invalid(path.Child("usedPercent"), pool.UsedPercent, "must be 0 to 100"))
+	}
+	if pool.LargestFreePrefix != "" {
+		if _, err := validatePrefix(pool.LargestFreePrefix, path.Child("largestFreePrefix")); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if pool.SubPrefixes < 0 {
+		errs = append(errs, field.Invalid(path.Child("subPrefixes"), pool.SubPrefixes, "must not be negative"))
+	}
+	if pool.Tenants < 0 {
+		errs = append(errs, field.Invalid(path.Child("tenants"), pool.Tenants, "must not be negative"))
+	}
+	coolingPath := path.Child("coolingPrefixes")
+	if n := len(pool.CoolingPrefixes); n > MaxCoolingPrefixes {
+		errs = append(errs, field.TooMany(coolingPath, n, MaxCoolingPrefixes))
+	}
+	seen := sets.New[string]()
+	for i, c := range pool.CoolingPrefixes {
+		cPath := coolingPath.Index(i)
+		if _, err := validatePrefix(c.Prefix, cPath.Child("prefix")); err != nil {
+			errs = append(errs, err)
+		} else if seen.Has(c.Prefix) {
+			errs = append(errs, field.Duplicate(cPath.Child("prefix"), c.Prefix))
+		}
+		seen.Insert(c.Prefix)
+		if c.Claim == "" {
+			errs = append(errs, field.Required(cPath.Child("claim"), "name the NetworkClaim that released the prefix"))
+		}
+		errs = append(errs, validateTime(c.ReusableAt, cPath.Child("reusableAt"))...)
 	}
 	return errs
 }

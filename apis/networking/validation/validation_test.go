@@ -22,6 +22,11 @@ func pool(name, claim string, length int32) networking.AddressSpaceRecord {
 	return networking.AddressSpaceRecord{Name: name, From: &networking.PrefixSource{Claim: claim}, PrefixLength: &length}
 }
 
+// policy is a delegable record with a pool policy.
+func policy(p string, pp networking.PoolPolicy) networking.AddressSpaceRecord {
+	return networking.AddressSpaceRecord{Prefix: p, Delegable: true, Pool: &pp}
+}
+
 func withPool(r networking.AddressSpaceRecord, p string) networking.AddressSpaceRecord {
 	r.From.Prefix = p
 	return r
@@ -78,6 +83,28 @@ func TestValidateNetworkClaim(t *testing.T) {
 		{"from itself", claim(pool("pods", "kube-apiserver", 16)), "spec.addressSpace[0].from.claim", "must name another claim"},
 		{"from without claim", claim(pool("pods", "", 16)), "spec.addressSpace[0].from.claim", "Required value"},
 		{"from a bad claim name", claim(pool("pods", "Org_Pods", 16)), "spec.addressSpace[0].from.claim", "write a NetworkClaim's name"},
+		{"pool policy", claim(policy("10.0.0.0/8", networking.PoolPolicy{MinPrefixLength: ptr(int32(16)), MaxPrefixLength: ptr(int32(24)), MaxRecordsPerClaim: ptr(int32(2)), ReuseGracePeriodSeconds: ptr(int64(3600)),
+			Reservations: []networking.PoolReservation{{Prefix: "10.0.0.0/24", Description: "gateways"}, {Prefix: "10.255.0.0/16"}}})), "", ""},
+		{"pool policy on an ipv6 pool record", claim(func() networking.AddressSpaceRecord {
+			r := pool("block", "iana", 32)
+			r.Delegable, r.Pool = true, &networking.PoolPolicy{MinPrefixLength: ptr(int32(48)), MaxPrefixLength: ptr(int32(64))}
+			return r
+		}()), "", ""},
+		{"pool policy without delegable", claim(networking.AddressSpaceRecord{Prefix: "10.0.0.0/8", Pool: &networking.PoolPolicy{}}), "spec.addressSpace[0].pool", "add delegable: true, or remove pool"},
+		{"minPrefixLength not longer than the pool", claim(policy("10.0.0.0/8", networking.PoolPolicy{MinPrefixLength: ptr(int32(8))})), "spec.addressSpace[0].pool.minPrefixLength", "write 9 to 32"},
+		{"maxPrefixLength past the family", claim(policy("fd00::/32", networking.PoolPolicy{MaxPrefixLength: ptr(int32(129))})), "spec.addressSpace[0].pool.maxPrefixLength", "write 33 to 128"},
+		{"maxPrefixLength shorter than minPrefixLength", claim(policy("10.0.0.0/8", networking.PoolPolicy{MinPrefixLength: ptr(int32(24)), MaxPrefixLength: ptr(int32(16))})), "spec.addressSpace[0].pool.maxPrefixLength", "write 24 or more"},
+		{"maxRecordsPerClaim zero", claim(policy("10.0.0.0/8", networking.PoolPolicy{MaxRecordsPerClaim: ptr(int32(0))})), "spec.addressSpace[0].pool.maxRecordsPerClaim", "must be 1 to 64"},
+		{"negative grace period", claim(policy("10.0.0.0/8", networking.PoolPolicy{ReuseGracePeriodSeconds: ptr(int64(-1))})), "spec.addressSpace[0].pool.reuseGracePeriodSeconds", "must be 0 to 2592000"},
+		{"reservation outside the pool", claim(policy("10.0.0.0/8", networking.PoolPolicy{Reservations: []networking.PoolReservation{{Prefix: "11.0.0.0/24"}}})), "spec.addressSpace[0].pool.reservations[0].prefix", "must lie strictly inside the record's prefix 10.0.0.0/8: write a sub-prefix of it, e.g. 10.0.0.0/16"},
+		{"reservation of the whole pool", claim(policy("10.0.0.0/8", networking.PoolPolicy{Reservations: []networking.PoolReservation{{Prefix: "10.0.0.0/8"}}})), "spec.addressSpace[0].pool.reservations[0].prefix", "must lie strictly inside"},
+		{"reservation not canonical", claim(policy("10.0.0.0/8", networking.PoolPolicy{Reservations: []networking.PoolReservation{{Prefix: "10.0.0.1/24"}}})), "spec.addressSpace[0].pool.reservations[0].prefix", "write 10.0.0.0/24"},
+		{"overlapping reservations", claim(policy("10.0.0.0/8", networking.PoolPolicy{Reservations: []networking.PoolReservation{{Prefix: "10.0.0.0/16"}, {Prefix: "10.0.1.0/24"}}})), "spec.addressSpace[0].pool.reservations[1].prefix", "overlaps reservations[0] 10.0.0.0/16"},
+		{"reservations on a pool record", claim(func() networking.AddressSpaceRecord {
+			r := pool("block", "iana", 12)
+			r.Delegable, r.Pool = true, &networking.PoolPolicy{Reservations: []networking.PoolReservation{{Prefix: "10.0.0.0/24"}}}
+			return r
+		}()), "spec.addressSpace[0].pool.reservations[0].prefix", "reserve ranges on a record that names its prefix"},
 		{"from a bad pool prefix", claim(withPool(pool("pods", "org", 16), "10.0.0.1/8")), "spec.addressSpace[0].from.prefix", "write 10.0.0.0/8"},
 		{"duplicate names", claim(pool("pods", "org", 16), pool("pods", "org", 24)), "spec.addressSpace[1].name", "is also the name of addressSpace[0]"},
 		{"bad name", claim(pool("Pods_V4", "org", 16)), "spec.addressSpace[0].name", "write a short name such as pods-v4"},
@@ -122,6 +149,15 @@ func TestValidateStatusUpdate(t *testing.T) {
 		{"conflict without prefix", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationUnavailable, Reason: networking.ReasonConflict, Message: "x", ConflictsWith: &networking.ClaimedPrefix{Claim: "a"}}}}, "status.addressSpace[0].conflictsWith.prefix"},
 		{"bad resource version", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationAllocated, FirstSeenResourceVersion: "007"}}}, "status.addressSpace[0].firstSeenResourceVersion"},
 		{"negative generation", networking.NetworkClaimStatus{ObservedGeneration: -1}, "status.observedGeneration"},
+		{"pool utilization count negative", poolStatus(networking.PoolStatus{Size: "16777216", Allocated: "0", Reserved: "0", Cooling: "0", Free: "-1"}), "status.addressSpace[0].pool.free"},
+		{"pool utilization of ipv6", poolStatus(networking.PoolStatus{Size: "79228162514264337593543950336", Allocated: "1208925819614629174706176", Reserved: "0", Cooling: "0", Free: "79226953588444722964369244160", UsedPercent: 0, LargestFreePrefix: "fd00:0:8000::/33", SubPrefixes: 1, Tenants: 1,
+			CoolingPrefixes: []networking.CoolingPrefix{{Prefix: "fd00:0:1::/48", Claim: "beta", ReusableAt: metav1.NewTime(time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC))}}}), ""},
+		{"pool count not a number", poolStatus(networking.PoolStatus{Size: "2^96", Allocated: "0", Reserved: "0", Cooling: "0", Free: "0"}), "status.addressSpace[0].pool.size"},
+		{"pool percent past 100", poolStatus(networking.PoolStatus{Size: "1", Allocated: "0", Reserved: "0", Cooling: "0", Free: "1", UsedPercent: 101}), "status.addressSpace[0].pool.usedPercent"},
+		{"cooling prefix without claim", poolStatus(networking.PoolStatus{Size: "1", Allocated: "0", Reserved: "0", Cooling: "0", Free: "1", CoolingPrefixes: []networking.CoolingPrefix{{Prefix: "10.0.0.0/24"}}}), "status.addressSpace[0].pool.coolingPrefixes[0].claim"},
+		{"new reasons", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{
+			{Prefix: "10.0.0.0/8", Status: networking.AllocationUnavailable, Reason: networking.ReasonPoolPolicy, Message: "x"},
+			{Prefix: "11.0.0.0/8", Status: networking.AllocationUnavailable, Reason: networking.ReasonReuseGracePeriod, Message: "x"}}}, ""},
 		// Stored as 10000-01-01T22:59:59Z, which no read of the claim
 		// would parse again.
 		{"date past 9999 in UTC", networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "10.0.0.0/8", Status: networking.AllocationAllocated, Date: metav1.NewTime(time.Date(9999, time.December, 31, 23, 59, 59, 0, time.FixedZone("", -23*3600)))}}},
@@ -144,3 +180,8 @@ func TestValidateStatusUpdate(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// poolStatus is the status of an allocated delegable record with pool.
+func poolStatus(pool networking.PoolStatus) networking.NetworkClaimStatus {
+	return networking.NetworkClaimStatus{AddressSpace: []networking.AddressSpaceStatus{{Prefix: "fd00::/32", Delegable: true, Status: networking.AllocationAllocated, Pool: &pool}}}
+}

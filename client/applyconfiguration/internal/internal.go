@@ -249,6 +249,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: name
       type:
         scalar: string
+    - name: pool
+      type:
+        namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.PoolPolicy
     - name: prefix
       type:
         scalar: string
@@ -285,6 +288,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: name
       type:
         scalar: string
+    - name: pool
+      type:
+        namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.PoolStatus
     - name: prefix
       type:
         scalar: string
@@ -309,6 +315,20 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.CoolingPrefix
+  map:
+    fields:
+    - name: claim
+      type:
+        scalar: string
+      default: ""
+    - name: prefix
+      type:
+        scalar: string
+      default: ""
+    - name: reusableAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.NetworkClaim
   map:
     fields:
@@ -365,6 +385,85 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: observedGeneration
       type:
         scalar: numeric
+- name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.PoolPolicy
+  map:
+    fields:
+    - name: maxPrefixLength
+      type:
+        scalar: numeric
+    - name: maxRecordsPerClaim
+      type:
+        scalar: numeric
+    - name: minPrefixLength
+      type:
+        scalar: numeric
+    - name: reservations
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.PoolReservation
+          elementRelationship: associative
+          keys:
+          - prefix
+    - name: reuseGracePeriodSeconds
+      type:
+        scalar: numeric
+- name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.PoolReservation
+  map:
+    fields:
+    - name: description
+      type:
+        scalar: string
+    - name: prefix
+      type:
+        scalar: string
+      default: ""
+- name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.PoolStatus
+  map:
+    fields:
+    - name: allocated
+      type:
+        scalar: string
+      default: ""
+    - name: cooling
+      type:
+        scalar: string
+      default: ""
+    - name: coolingPrefixes
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.CoolingPrefix
+          elementRelationship: associative
+          keys:
+          - prefix
+    - name: free
+      type:
+        scalar: string
+      default: ""
+    - name: largestFreePrefix
+      type:
+        scalar: string
+    - name: reserved
+      type:
+        scalar: string
+      default: ""
+    - name: size
+      type:
+        scalar: string
+      default: ""
+    - name: subPrefixes
+      type:
+        scalar: numeric
+      default: 0
+    - name: tenants
+      type:
+        scalar: numeric
+      default: 0
+    - name: usedPercent
+      type:
+        scalar: numeric
+      default: 0
 - name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.PrefixSource
   map:
     fields:

@@ -52,6 +52,11 @@ type AddressSpaceRecordApplyConfiguration struct {
 	// prefix (with from naming this claim): its holder delegates them, as
 	// IANA delegates blocks to regional registries.
 	Delegable *bool `json:"delegable,omitempty"`
+	// pool sets how a delegable record hands out its space: the lengths of
+	// the sub-prefixes taken from it, how many one claim may hold, ranges
+	// reserved from first fit, and how long a released sub-prefix rests
+	// before another claim gets it. Only with delegable.
+	Pool *PoolPolicyApplyConfiguration `json:"pool,omitempty"`
 	// description says what the range is for, in at most 255 characters.
 	Description *string `json:"description,omitempty"`
 }
@@ -107,6 +112,14 @@ func (b *AddressSpaceRecordApplyConfiguration) WithFrom(value *PrefixSourceApply
 // If called multiple times, the Delegable field is set to the value of the last call.
 func (b *AddressSpaceRecordApplyConfiguration) WithDelegable(value bool) *AddressSpaceRecordApplyConfiguration {
 	b.Delegable = &value
+	return b
+}
+
+// WithPool sets the Pool field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Pool field is set to the value of the last call.
+func (b *AddressSpaceRecordApplyConfiguration) WithPool(value *PoolPolicyApplyConfiguration) *AddressSpaceRecordApplyConfiguration {
+	b.Pool = value
 	return b
 }
 

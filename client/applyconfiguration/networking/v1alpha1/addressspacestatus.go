@@ -46,7 +46,7 @@ type AddressSpaceStatusApplyConfiguration struct {
 	// status is Allocated or Unavailable.
 	Status *networkingv1alpha1.AllocationStatus `json:"status,omitempty"`
 	// reason says, for an Unavailable record, why in one word: Conflict,
-	// PoolExhausted or PoolNotFound.
+	// PoolExhausted, PoolNotFound, PoolPolicy or ReuseGracePeriod.
 	Reason *string `json:"reason,omitempty"`
 	// message says why the record is unavailable, for people.
 	Message *string `json:"message,omitempty"`
@@ -61,6 +61,9 @@ type AddressSpaceStatusApplyConfiguration struct {
 	// registry first decided the record: etcd's order, in which waiting
 	// records are allocated, first come, first served.
 	FirstSeenResourceVersion *string `json:"firstSeenResourceVersion,omitempty"`
+	// pool is, for an allocated delegable record, how much of it is
+	// taken: the registry updates it within seconds of a change.
+	Pool *PoolStatusApplyConfiguration `json:"pool,omitempty"`
 }
 
 // AddressSpaceStatusApplyConfiguration constructs a declarative configuration of the AddressSpaceStatus type for use with
@@ -162,5 +165,13 @@ func (b *AddressSpaceStatusApplyConfiguration) WithDelegatedFrom(value *ClaimedP
 // If called multiple times, the FirstSeenResourceVersion field is set to the value of the last call.
 func (b *AddressSpaceStatusApplyConfiguration) WithFirstSeenResourceVersion(value string) *AddressSpaceStatusApplyConfiguration {
 	b.FirstSeenResourceVersion = &value
+	return b
+}
+
+// WithPool sets the Pool field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Pool field is set to the value of the last call.
+func (b *AddressSpaceStatusApplyConfiguration) WithPool(value *PoolStatusApplyConfiguration) *AddressSpaceStatusApplyConfiguration {
+	b.Pool = value
 	return b
 }
