@@ -68,7 +68,17 @@ const (
 	EventAllocated   = "Allocated"
 	EventUnavailable = "Unavailable"
 	EventReleased    = "Released"
+	// EventPoolNearlyFull: a pool crossed 80% or 95% used, upwards.
+	EventPoolNearlyFull = "PoolNearlyFull"
+	// EventPoolUtilizationNormal: a pool fell below 80% used.
+	EventPoolUtilizationNormal = "PoolUtilizationNormal"
 )
+
+// poolStatusDelay batches the status writes that only a pool's
+// utilization asks for: a claim whose pool changes many times a second is
+// written at most once a second, and the writes that decisions need do
+// not queue behind them.
+const poolStatusDelay = time.Second
 
 // Descriptor registers the controller with a manager. The plug-in that
 // serves NetworkClaims adds its feature gate.
@@ -216,6 +226,7 @@ func (c *Controller) Run(ctx context.Context) {
 	defer c.statuses.ShutDown()
 	// A replica that stops leading must not report the leader's ledger.
 	defer recordsMetric.Reset()
+	defer resetPoolMetrics()
 
 	if !cache.WaitForNamedCacheSync(ShortName, ctx.Done(), c.synced) {
 		return
@@ -248,7 +259,10 @@ func (c *Controller) restore(ctx context.Context) {
 		c.ledger.recordStored(claim.Name, storedAllocations(claim))
 	}
 	changes := c.ledger.restore(specs)
+	changes = append(changes, c.ledger.expire()...)
 	allocated, waiting := c.ledger.counts()
+	c.ledger.takeChangedPools() // every claim is queued below
+	c.scheduleExpiry()
 	c.mu.Unlock()
 
 	klog.FromContext(ctx).V(2).Info("Rebuilt the ledger from status", "claims", len(claims), "allocated", allocated, "waiting", waiting, "newDecisions", len(changes), "duration", time.Since(start))
@@ -286,7 +300,8 @@ func (c *Controller) decide(ctx context.Context, name string) {
 	}
 	var deleted *networkingv1alpha1.NetworkClaim
 	c.mu.Lock()
-	var changes []change
+	// Grace periods that ended free space first.
+	changes := c.ledger.expire()
 	var wake []string
 	if claim == nil {
 		wake = c.ledger.recordStored(name, nil)
@@ -294,13 +309,19 @@ func (c *Controller) decide(ctx context.Context, name string) {
 			// Enough of the object for the events of its release.
 			deleted = &networkingv1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid}}
 		}
-		changes = c.ledger.forget(name, "")
+		changes = append(changes, c.ledger.forget(name, "")...)
 	} else {
 		wake = c.ledger.recordStored(name, storedAllocations(claim))
-		changes = c.ledger.sync(specOf(ctx, claim))
+		changes = append(changes, c.ledger.sync(specOf(ctx, claim))...)
 	}
 	allocated, waiting := c.ledger.counts()
+	pools := c.ledger.takeChangedPools()
+	c.scheduleExpiry()
 	c.mu.Unlock()
+
+	for _, holder := range pools {
+		c.statuses.AddAfter(holder, poolStatusDelay)
+	}
 
 	c.report(ctx, changes, deleted)
 	setRecordCounts(allocated, waiting)
@@ -321,7 +342,7 @@ func (c *Controller) report(ctx context.Context, changes []change, deleted *netw
 	logger := klog.FromContext(ctx)
 	for _, ch := range changes {
 		if ch.kind == changeUnavailable || ch.kind == changeBlocker {
-			logger.V(2).Info("Record unavailable", "claim", ch.claim, "record", recordName(ch.key), "reason", ch.reason, "message", unavailableMessage(ch.reason, ch.prefix, ch.length, ch.holder))
+			logger.V(2).Info("Record unavailable", "claim", ch.claim, "record", recordName(ch.key), "reason", ch.reason, "message", unavailableMessage(ch.reason, ch.prefix, ch.length, ch.holder, ch.detail))
 		} else {
 			logger.V(2).Info("Record "+strings.ToLower(string(ch.kind)), "claim", ch.claim, "record", recordName(ch.key), "prefix", ch.prefix)
 		}
@@ -347,9 +368,12 @@ func (c *Controller) report(ctx context.Context, changes []change, deleted *netw
 		case changeAllocated:
 			c.recorder.Eventf(claim, corev1.EventTypeNormal, EventAllocated, "Allocated %s", describe(ch.key, ch.prefix))
 		case changeUnavailable:
-			c.recorder.Eventf(claim, corev1.EventTypeWarning, EventUnavailable, "%s is unavailable: %s", describe(ch.key, ch.prefix), unavailableMessage(ch.reason, ch.prefix, ch.length, ch.holder))
+			c.recorder.Eventf(claim, corev1.EventTypeWarning, EventUnavailable, "%s is unavailable: %s", describe(ch.key, ch.prefix), unavailableMessage(ch.reason, ch.prefix, ch.length, ch.holder, ch.detail))
 		case changeReleased:
 			c.recorder.Eventf(claim, corev1.EventTypeNormal, EventReleased, "Released %s", describe(ch.key, ch.prefix))
+		}
+		if ch.kind == changeReleased && ch.delegable {
+			deletePoolMetrics(ch.claim, ch.prefix.String())
 		}
 	}
 }
@@ -419,7 +443,9 @@ func (c *Controller) writeStatus(ctx context.Context, name string) error {
 		if _, err := c.client.NetworkingV1alpha1().NetworkClaims().UpdateStatus(ctx, update, metav1.UpdateOptions{FieldManager: Identity}); err != nil {
 			return fmt.Errorf("NetworkClaim %s: %w", name, err)
 		}
+		c.reportPressure(claim, claim.Status.AddressSpace, status.AddressSpace)
 	}
+	setPoolMetrics(name, status.AddressSpace)
 	c.mu.Lock()
 	observed := c.ledger.recorded(name, generation)
 	c.mu.Unlock()
@@ -427,4 +453,38 @@ func (c *Controller) writeStatus(ctx context.Context, name string) error {
 		decisionLatency.Observe(time.Since(t).Seconds())
 	}
 	return nil
+}
+
+// scheduleExpiry has the decider look at the ledger again when the next
+// reuse grace period ends. The caller holds c.mu.
+func (c *Controller) scheduleExpiry() {
+	if at, claim, ok := c.ledger.nextExpiry(); ok {
+		c.decisions.AddAfter(claim, time.Until(at))
+	}
+}
+
+// reportPressure records an event for each pool of a claim whose use
+// crossed a threshold in the status just written: a warning when it rises
+// past 80% or 95%, a normal event when it falls below 80%.
+func (c *Controller) reportPressure(claim *networkingv1alpha1.NetworkClaim, before, after []networkingv1alpha1.AddressSpaceStatus) {
+	for _, s := range after {
+		if s.Pool == nil {
+			continue
+		}
+		was := int32(0)
+		for _, old := range before {
+			if old.Name == s.Name && old.Prefix == s.Prefix && old.Pool != nil {
+				was = old.Pool.UsedPercent
+			}
+		}
+		levelBefore, level := pressureLevel(was), pressureLevel(s.Pool.UsedPercent)
+		switch {
+		case level == levelBefore:
+		case s.Pool.UsedPercent > was:
+			c.recorder.Eventf(claim, corev1.EventTypeWarning, EventPoolNearlyFull, "Pool %s is %d%% used (%s allocated, %s reserved, %s cooling, %s free of %s addresses); largest free block: %s",
+				s.Prefix, s.Pool.UsedPercent, s.Pool.Allocated, s.Pool.Reserved, s.Pool.Cooling, s.Pool.Free, s.Pool.Size, orNone(s.Pool.LargestFreePrefix))
+		case level == networkingv1alpha1.ReasonBelow80Percent:
+			c.recorder.Eventf(claim, corev1.EventTypeNormal, EventPoolUtilizationNormal, "Pool %s is %d%% used, below %d%%", s.Prefix, s.Pool.UsedPercent, pressureWarning)
+		}
+	}
 }

@@ -95,7 +95,7 @@ func (tc *testController) decision(t *testing.T, name string, uid types.UID, pre
 			if d.allocated {
 				return "Allocated"
 			}
-			return "Unavailable: " + unavailableMessage(d.reason, d.prefix, d.req.length, d.holder)
+			return "Unavailable: " + unavailableMessage(d.reason, d.prefix, d.req.length, d.holder, d.detail)
 		}
 	}
 	return "absent"

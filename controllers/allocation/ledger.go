@@ -41,6 +41,14 @@ type ledger struct {
 	// full marks how far each pool is taken from its start, so that first
 	// fit does not walk the taken part again (pools.go).
 	full map[*record]fullMark
+	// cooling holds each pool's released sub-prefixes in their reuse
+	// grace period, soonest reusable first (cooling.go).
+	cooling map[*record][]cooled
+	// usage caches each pool's utilization until something inside it
+	// changes; changedPools names the claims whose pools changed since
+	// the controller last asked (usage.go).
+	usage        map[*record]*poolUsage
+	changedPools map[string]bool
 
 	// fence says when a decision may be written (fence.go).
 	fence fence
@@ -70,6 +78,9 @@ type record struct {
 	// PoolNotFound; holder.prefix may be invalid).
 	reason string
 	holder holding
+	// detail is the message of a record waiting for a reason that a
+	// holder does not explain (PoolPolicy, ReuseGracePeriod).
+	detail string
 
 	// seq is the resourceVersion of the claim when the ledger first
 	// decided the record: the waiting order. 0 for records decided before
@@ -94,6 +105,8 @@ type holding struct {
 type decision struct {
 	record
 	parent holding
+	// pool is an allocated delegable record's utilization.
+	pool *networkingv1alpha1.PoolStatus
 }
 
 // changeKind says what happened to a record.
@@ -118,6 +131,9 @@ type change struct {
 	reason string
 	holder holding
 	length int
+	detail string
+	// delegable: the record is a pool.
+	delegable bool
 }
 
 func newLedger(now func() time.Time) *ledger {
@@ -126,6 +142,9 @@ func newLedger(now func() time.Time) *ledger {
 		claims:      map[string]*claimEntry{},
 		waitingFrom: map[string]map[*record]bool{},
 		full:        map[*record]fullMark{},
+		cooling:     map[*record][]cooled{},
+		usage:       map[*record]*poolUsage{},
+		changedPools: map[string]bool{},
 		fence:       fence{storedBy: map[string][]netip.Prefix{}},
 	}
 }
@@ -165,17 +184,22 @@ func (l *ledger) sync(c claimSpec) []change {
 		r := e.records[k]
 		rs, ok := inSpec[k]
 		if ok && rs.req.sameSpace(r.req) {
-			if rs.req.delegable != r.req.delegable && r.allocated {
-				// A pool more or less: its claim's waiters wait
-				// differently now.
+			if (rs.req.delegable != r.req.delegable || !rs.policy.equal(r.policy)) && r.allocated {
+				// A pool more or less, or one with other rules: its
+				// claim's waiters wait differently now.
 				delegated = append(delegated, c.name)
+				delete(l.full, r)
+				l.poolChanged(r)
+				if !rs.req.delegable {
+					delete(l.cooling, r) // no pool, nothing to rest
+				}
 			}
 			r.recordSpec = rs
 			continue
 		}
 		if l.drop(r) {
 			freed = append(freed, r)
-			changes = append(changes, change{kind: changeReleased, claim: c.name, key: k, prefix: r.prefix})
+			changes = append(changes, change{kind: changeReleased, claim: c.name, key: k, prefix: r.prefix, delegable: r.req.delegable})
 		}
 		delete(e.records, k)
 		l.total--
@@ -214,7 +238,7 @@ func (l *ledger) forget(name string, uid types.UID) []change {
 		r := e.records[k]
 		if l.drop(r) {
 			freed = append(freed, r)
-			changes = append(changes, change{kind: changeReleased, claim: name, key: k, prefix: r.prefix})
+			changes = append(changes, change{kind: changeReleased, claim: name, key: k, prefix: r.prefix, delegable: r.req.delegable})
 		}
 	}
 	return append(changes, l.promote(l.candidates(freed, nil))...)
@@ -223,8 +247,11 @@ func (l *ledger) forget(name string, uid types.UID) []change {
 // drop takes a record out of the indexes and reports whether it was held.
 func (l *ledger) drop(r *record) bool {
 	if r.allocated {
+		l.cool(r)
 		l.held.Delete(r.prefix, r)
 		delete(l.full, r)
+		delete(l.cooling, r)
+		delete(l.usage, r)
 		l.lowerFullMarks(r.prefix)
 		return true
 	}
@@ -245,12 +272,23 @@ func (l *ledger) unwait(r *record) {
 }
 
 func (l *ledger) allocate(r *record, p netip.Prefix) {
-	r.allocated, r.prefix, r.reason, r.holder = true, p, "", holding{}
+	r.allocated, r.prefix, r.reason, r.holder, r.detail = true, p, "", holding{}, ""
 	l.held.Insert(p, r)
+	l.poolsAround(p)
+	if r.req.delegable {
+		l.poolChanged(r)
+	}
 }
 
+// wait makes a record wait for a reason a holder explains.
 func (l *ledger) wait(r *record, p netip.Prefix, reason string, holder holding) change {
-	r.allocated, r.prefix, r.reason, r.holder = false, p, reason, holder
+	return l.waitBecause(r, p, reason, holder, "")
+}
+
+// waitBecause makes a record wait, with a message of its own (detail) when
+// not empty.
+func (l *ledger) waitBecause(r *record, p netip.Prefix, reason string, holder holding, detail string) change {
+	r.allocated, r.prefix, r.reason, r.holder, r.detail = false, p, reason, holder, detail
 	if p.IsValid() {
 		l.waiting.Insert(p, r)
 	}
@@ -260,7 +298,7 @@ func (l *ledger) wait(r *record, p netip.Prefix, reason string, holder holding) 
 		}
 		l.waitingFrom[r.req.from][r] = true
 	}
-	return change{kind: changeUnavailable, claim: r.claim, key: r.key, prefix: p, reason: reason, holder: holder, length: r.req.length}
+	return change{kind: changeUnavailable, claim: r.claim, key: r.key, prefix: p, reason: reason, holder: holder, length: r.req.length, detail: detail}
 }
 
 // records returns the ledger's decisions for a claim at the generation it
@@ -278,6 +316,9 @@ func (l *ledger) records(name string, uid types.UID) (int64, []decision, bool) {
 		if r.allocated {
 			if parent := l.parentFor(r.req, r.prefix, false); parent != nil {
 				d.parent = holding{claim: parent.claim, prefix: parent.prefix}
+			}
+			if r.req.delegable {
+				d.pool = poolStatus(l.usageOf(r), l.cooling[r])
 			}
 		}
 		out = append(out, d)

@@ -72,7 +72,7 @@ func state(l *ledger) map[string]string {
 			case d.allocated:
 				s = "Allocated " + d.prefix.String()
 			default:
-				s = d.reason + ": " + unavailableMessage(d.reason, d.prefix, d.req.length, d.holder)
+				s = d.reason + ": " + unavailableMessage(d.reason, d.prefix, d.req.length, d.holder, d.detail)
 			}
 			out[name+"/"+d.key.String()] = s
 		}
@@ -80,10 +80,27 @@ func state(l *ledger) map[string]string {
 	return out
 }
 
-// step is a sync of a claim, or with forget set, its deletion.
+// step is a sync of a claim, or with forget set, its deletion, or with
+// advance set, the clock moving on (and the grace periods that end).
 type step struct {
-	sync   claimSpec
-	forget string
+	sync    claimSpec
+	forget  string
+	advance time.Duration
+}
+
+// withPolicy gives a delegable record a pool policy.
+func (r recordSpec) withPolicy(p poolPolicy) recordSpec {
+	slices.SortFunc(p.reserved, comparePrefixes)
+	r.policy = &p
+	return r
+}
+
+func prefixes(s ...string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range s {
+		out = append(out, netip.MustParsePrefix(p))
+	}
+	return out
 }
 
 func TestLedgerDecisions(t *testing.T) {
@@ -259,13 +276,129 @@ func TestLedgerDecisions(t *testing.T) {
 			"a/p":            "Allocated 10.0.0.0/24 (from org 10.0.0.0/8)",
 			"a/q":            "Allocated 10.1.0.0/16 (from org 10.0.0.0/8)",
 		},
+	}, {
+		name: "a pool's length bounds: a record asking for a larger or smaller block waits with PoolPolicy",
+		steps: []step{
+			org(1, exact("10.0.0.0/8").delegable().withPolicy(poolPolicy{minLength: 16, maxLength: 24})),
+			{sync: spec("a", 2, pool("big", "org", 12), pool("small", "org", 28), pool("ok", "org", 20))},
+			{sync: spec("b", 3, sub("10.200.0.0/30", "org"))},
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8":  "Allocated 10.0.0.0/8",
+			"a/big":           "PoolPolicy: a /12 is larger than pool 10.0.0.0/8 of NetworkClaim org hands out: ask for /16 to /24",
+			"a/small":         "PoolPolicy: a /28 is smaller than pool 10.0.0.0/8 of NetworkClaim org hands out: ask for /16 to /24",
+			"a/ok":            "Allocated 10.0.0.0/20 (from org 10.0.0.0/8)",
+			"b/10.200.0.0/30": "PoolPolicy: a /30 is smaller than pool 10.0.0.0/8 of NetworkClaim org hands out: ask for /16 to /24",
+		},
+	}, {
+		name: "records per claim: the claim's records past the limit wait, and get space when one goes",
+		steps: []step{
+			org(1, exact("10.0.0.0/8").delegable().withPolicy(poolPolicy{maxRecords: 1})),
+			{sync: spec("a", 2, pool("p", "org", 16), pool("q", "org", 16))},
+			{sync: spec("b", 3, pool("p", "org", 16))},
+			{sync: spec("a", 4, pool("q", "org", 16))},
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
+			"a/q":            "Allocated 10.0.0.0/16 (from org 10.0.0.0/8)",
+			"b/p":            "Allocated 10.1.0.0/16 (from org 10.0.0.0/8)",
+		},
+	}, {
+		name: "records per claim: the message says how many",
+		steps: []step{
+			org(1, exact("10.0.0.0/8").delegable().withPolicy(poolPolicy{maxRecords: 1})),
+			{sync: spec("a", 2, pool("p", "org", 16), sub("10.9.0.0/16", "org"))},
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
+			"a/p":            "Allocated 10.0.0.0/16 (from org 10.0.0.0/8)",
+			"a/10.9.0.0/16":  "PoolPolicy: a claim may hold at most 1 records from pool 10.0.0.0/8 of NetworkClaim org, and this one holds 1: release one, or ask the pool's holder to raise maxRecordsPerClaim",
+		},
+	}, {
+		name: "a pool record skips a pool whose policy refuses it; a policy that changes serves the records that waited on it",
+		steps: []step{
+			org(1, exact("10.0.0.0/8").delegable().withPolicy(poolPolicy{maxLength: 24}), exact("172.16.0.0/12").delegable()),
+			{sync: spec("a", 2, pool("p", "org", 28))},
+			{sync: spec("b", 3, pool("p", "org", 22))},
+			{sync: spec("c", 4, pool("p", "org", 28).in("10.0.0.0/8"))},
+			{sync: spec("d", 5, pool("p", "org", 28).in("10.0.0.0/8"))},
+			org(6, exact("10.0.0.0/8").delegable().withPolicy(poolPolicy{maxLength: 28}), exact("172.16.0.0/12").delegable()),
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8":    "Allocated 10.0.0.0/8",
+			"org/172.16.0.0/12": "Allocated 172.16.0.0/12",
+			"a/p":               "Allocated 172.16.0.0/28 (from org 172.16.0.0/12)",
+			"b/p":               "Allocated 10.0.0.0/22 (from org 10.0.0.0/8)",
+			"c/p":               "Allocated 10.0.4.0/28 (from org 10.0.0.0/8)",
+			"d/p":               "Allocated 10.0.4.16/28 (from org 10.0.0.0/8)",
+		},
+	}, {
+		name: "reservations: first fit skips them, a record that names a reserved prefix gets it",
+		steps: []step{
+			org(1, exact("10.0.0.0/8").delegable().withPolicy(poolPolicy{reserved: prefixes("10.0.0.0/16", "10.2.0.0/15")})),
+			{sync: spec("a", 2, pool("p", "org", 16))},
+			{sync: spec("b", 3, pool("p", "org", 16))},
+			{sync: spec("gw", 4, sub("10.0.0.0/24", "org"))},
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
+			"a/p":            "Allocated 10.1.0.0/16 (from org 10.0.0.0/8)",
+			"b/p":            "Allocated 10.4.0.0/16 (from org 10.0.0.0/8)",
+			"gw/10.0.0.0/24": "Allocated 10.0.0.0/24 (from org 10.0.0.0/8)",
+		},
+	}, {
+		name: "reuse grace period: a released sub-prefix rests; another claim's exact record waits for it, first fit skips it",
+		steps: []step{
+			org(1, exact("10.0.0.0/8").delegable().withPolicy(poolPolicy{grace: time.Minute})),
+			{sync: spec("a", 2, pool("p", "org", 16))},
+			{forget: "a"},
+			{sync: spec("b", 3, pool("p", "org", 16))},
+			{sync: spec("c", 4, sub("10.0.0.0/24", "org"))},
+			{advance: 59 * time.Second},
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
+			"b/p":            "Allocated 10.1.0.0/16 (from org 10.0.0.0/8)",
+			"c/10.0.0.0/24":  "ReuseGracePeriod: 10.0.0.0/16 was released by NetworkClaim a and rests until 2026-03-01T12:01:00Z, the reuse grace period of pool 10.0.0.0/8 of NetworkClaim org",
+		},
+	}, {
+		name: "reuse grace period: the waiter gets the prefix when the period ends",
+		steps: []step{
+			org(1, exact("10.0.0.0/8").delegable().withPolicy(poolPolicy{grace: time.Minute})),
+			{sync: spec("a", 2, pool("p", "org", 16))},
+			{forget: "a"},
+			{sync: spec("c", 4, sub("10.0.0.0/24", "org"))},
+			{advance: time.Minute},
+			{sync: spec("d", 5, pool("p", "org", 16))},
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
+			"c/10.0.0.0/24":  "Allocated 10.0.0.0/24 (from org 10.0.0.0/8)",
+			"d/p":            "Allocated 10.1.0.0/16 (from org 10.0.0.0/8)",
+		},
+	}, {
+		name: "reuse grace period: the claim that released a prefix may take it back at once",
+		steps: []step{
+			org(1, exact("10.0.0.0/8").delegable().withPolicy(poolPolicy{grace: time.Hour})),
+			{sync: spec("a", 2, sub("10.0.0.0/16", "org"))},
+			{sync: spec("a", 3, sub("10.0.0.0/17", "org"))},
+		},
+		want: map[string]string{
+			"org/10.0.0.0/8": "Allocated 10.0.0.0/8",
+			"a/10.0.0.0/17":  "Allocated 10.0.0.0/17 (from org 10.0.0.0/8)",
+		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := testLedger()
+			now := t0
+			l := newLedger(func() time.Time { return now })
 			for _, s := range tc.steps {
-				if s.forget != "" {
+				switch {
+				case s.advance > 0:
+					now = now.Add(s.advance)
+					l.expire()
+				case s.forget != "":
 					l.forget(s.forget, "")
-				} else {
+				default:
 					l.sync(s.sync)
 				}
 			}
@@ -293,6 +426,7 @@ func statusOf(l *ledger) []claimSpec {
 			if r.reason == networkingv1alpha1.ReasonConflict {
 				rs.conflict = r.holder
 			}
+			rs.cooling = slices.Clone(l.cooling[r])
 			s.recorded[k] = rs
 		}
 		out = append(out, s)
@@ -310,6 +444,9 @@ func checkRestore(t *testing.T, l *ledger) {
 	}
 	if got, want := state(restored), state(l); !maps.Equal(got, want) {
 		t.Errorf("the restored ledger differs (-restored +before):\n%s", diff.Diff(got, want))
+	}
+	if got, want := coolingState(restored), coolingState(l); !maps.Equal(got, want) {
+		t.Errorf("the restored ledger cools other prefixes (-restored +before):\n%s", diff.Diff(got, want))
 	}
 }
 
@@ -424,21 +561,33 @@ func formatChanges(changes []change) []string {
 // waiting record truly waits (nothing it asks for is free); pool records
 // got the lowest free prefix; allocations are sticky; a restore from
 // status changes nothing.
+//
+// Delegable records get random pool policies (length bounds, records per
+// claim, reservations, a reuse grace period) and the clock moves on a few
+// seconds a step: no reserved or cooling prefix is handed out, no new
+// allocation breaks its pool's policy, and every pool's utilization
+// matches a count of its addresses one by one.
 func TestLedgerRandomHistories(t *testing.T) {
 	for seed := range uint64(300) {
 		r := rand.New(rand.NewPCG(seed, 12))
-		l := testLedger()
+		now := t0
+		l := newLedger(func() time.Time { return now })
 		var rv uint64
 		names := []string{"a", "b", "c", "d", "e", "f"}
 		var history []string
 		for i := range 40 {
+			now = now.Add(time.Duration(r.IntN(3)) * time.Second)
 			before := heldBy(l)
+			cooling := maps.Clone(l.cooling)
 			name := names[r.IntN(len(names))]
 			var desc string
-			var changes []change
+			changes := l.expire()
+			if len(changes) > 0 {
+				history = append(history, fmt.Sprintf("expire at %s → %q", now.Format(time.TimeOnly), formatChanges(changes)))
+			}
 			if r.IntN(5) == 0 {
 				desc = "forget " + name
-				changes = l.forget(name, "")
+				changes = append(changes, l.forget(name, "")...)
 			} else {
 				rv++
 				s := spec(name, rv, randomRecords(r, name, names)...)
@@ -446,11 +595,13 @@ func TestLedgerRandomHistories(t *testing.T) {
 					s.generation = e.generation + 1
 				}
 				desc = fmt.Sprintf("sync %s %v", name, s.records)
-				changes = l.sync(s)
+				changes = append(changes, l.sync(s)...)
 			}
 			where := fmt.Sprintf("seed %d step %d (%s)", seed, i, desc)
 			history = append(history, fmt.Sprintf("%s → %q", desc, formatChanges(changes)))
 			checkLedger(t, where, l, before, changes)
+			checkPolicies(t, where, l, cooling, changes)
+			checkUsage(t, where, l)
 			if t.Failed() {
 				t.Logf("history:\n%s", strings.Join(history, "\n"))
 				return
@@ -486,6 +637,9 @@ func randomRecords(r *rand.Rand, self string, names []string) []recordSpec {
 		}
 		if r.IntN(2) == 0 {
 			rs = rs.delegable()
+			if rs.req.prefix.IsValid() && r.IntN(2) == 0 {
+				rs.policy = randomPolicy(r, rs.req.prefix)
+			}
 		}
 		if !used[rs.key] {
 			used[rs.key] = true
@@ -601,21 +755,29 @@ func checkLedger(t *testing.T, where string, l *ledger, before map[*record]netip
 						continue
 					}
 					for _, lower := range blocks(pool, r.req.length) {
-						if lower.Addr().Compare(r.prefix.Addr()) < 0 && free(held, r, lower) {
+						if lower.Addr().Compare(r.prefix.Addr()) < 0 && free(held, r, lower) && !excludedFor(l, poolOf(held, r, pool), lower, r, true) {
 							t.Errorf("%s: %s/%s got %s, but %s was free", where, r.claim, r.key, r.prefix, lower)
 						}
 					}
 				}
 			case !r.allocated && r.req.length >= 0:
 				for _, pool := range parents {
+					if !policyAllows(held, poolOf(held, r, pool), r, r.req.length) {
+						continue
+					}
 					for _, b := range blocks(pool, r.req.length) {
-						if free(held, r, b) {
+						if free(held, r, b) && !excludedFor(l, poolOf(held, r, pool), b, r, true) {
 							t.Errorf("%s: %s/%s waits (%s) although %s is free", where, r.claim, r.key, r.reason, b)
 						}
 					}
 				}
 			case !r.allocated:
-				if (r.req.from == "" || len(parents) > 0) && free(held, r, r.req.prefix) {
+				allowed := true
+				for _, pool := range parents {
+					rec := poolOf(held, r, pool)
+					allowed = allowed && policyAllows(held, rec, r, r.req.prefix.Bits()) && !excludedFor(l, rec, r.req.prefix, r, false)
+				}
+				if (r.req.from == "" || len(parents) > 0) && allowed && free(held, r, r.req.prefix) {
 					t.Errorf("%s: %s/%s waits (%s %v) although %s is free", where, r.claim, r.key, r.reason, r.holder, r.req.prefix)
 				}
 			}
@@ -720,4 +882,190 @@ func TestLastAddr(t *testing.T) {
 			t.Errorf("lastAddr(%s) = %s, want %s", p, got, want)
 		}
 	}
+}
+
+// randomPolicy returns a pool policy for p: each rule set half the time.
+func randomPolicy(r *rand.Rand, p netip.Prefix) *poolPolicy {
+	policy := &poolPolicy{}
+	if r.IntN(2) == 0 && p.Bits() < 31 {
+		policy.minLength = p.Bits() + 1 + r.IntN(2)
+	}
+	if r.IntN(2) == 0 {
+		policy.maxLength = max(policy.minLength, 28+r.IntN(5))
+	}
+	if r.IntN(2) == 0 {
+		policy.maxRecords = 1 + r.IntN(2)
+	}
+	if r.IntN(2) == 0 {
+		policy.grace = time.Duration(1+r.IntN(5)) * time.Second
+	}
+	for range r.IntN(3) {
+		bits := min(p.Bits()+1+r.IntN(3), 32)
+		offset := r.IntN(1 << (32 - p.Bits()))
+		a := p.Addr().As4()
+		v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+		v += uint32(offset)
+		q := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), bits).Masked()
+		if q.Bits() > p.Bits() && p.Contains(q.Addr()) && !slices.ContainsFunc(policy.reserved, q.Overlaps) {
+			policy.reserved = append(policy.reserved, q)
+		}
+	}
+	slices.SortFunc(policy.reserved, comparePrefixes)
+	return policy
+}
+
+// poolOf returns the held delegable record of r's from claim at prefix p.
+func poolOf(held map[*record]netip.Prefix, r *record, p netip.Prefix) *record {
+	for h, q := range held {
+		if q == p && h.claim == r.req.from && h.req.delegable {
+			return h
+		}
+	}
+	return nil
+}
+
+// childrenOf counts the held records of claim taken directly from pool,
+// other than except, by the test's own walk of the chain.
+func childrenOf(held map[*record]netip.Prefix, pool *record, claim string, except *record) int {
+	n := 0
+	for h := range held {
+		if h != except && h.claim == claim && parentOf(held, h) == pool {
+			n++
+		}
+	}
+	return n
+}
+
+// policyAllows reports whether pool's policy lets claim take a /length
+// from it now, holding what it holds.
+func policyAllows(held map[*record]netip.Prefix, pool *record, r *record, length int) bool {
+	p := pool.policy
+	if p == nil {
+		return true
+	}
+	return (p.minLength == 0 || length >= p.minLength) && (p.maxLength == 0 || length <= p.maxLength) &&
+		(p.maxRecords == 0 || childrenOf(held, pool, r.claim, r) < p.maxRecords)
+}
+
+// excludedFor reports whether b lies on a reservation or a cooling prefix
+// of pool that r may not have: first fit skips both, an exact record only
+// the cooling prefixes others released.
+func excludedFor(l *ledger, pool *record, b netip.Prefix, r *record, firstFit bool) bool {
+	if firstFit && pool.policy != nil && slices.ContainsFunc(pool.policy.reserved, b.Overlaps) {
+		return true
+	}
+	for _, c := range l.cooling[pool] {
+		if c.prefix.Overlaps(b) && (firstFit || c.claim != r.claim) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPolicies checks what the random histories' policies promise:
+// waiting records wait for a reason the policy, a reservation or a
+// cooling prefix gives when the space is free, and no new allocation breaks
+// them. cooling is the ledger's cooling lists before the step.
+func checkPolicies(t *testing.T, where string, l *ledger, cooling map[*record][]cooled, changes []change) {
+	t.Helper()
+	held := heldBy(l)
+	for _, c := range changes {
+		if c.kind != changeAllocated {
+			continue
+		}
+		r := l.claims[c.claim].records[c.key]
+		pool := parentOf(held, r)
+		if pool == nil || r.req.from == "" {
+			continue
+		}
+		if p := pool.policy; p != nil {
+			if (p.minLength > 0 && r.prefix.Bits() < p.minLength) || (p.maxLength > 0 && r.prefix.Bits() > p.maxLength) {
+				t.Errorf("%s: %s/%s got %s, outside the lengths /%d-/%d of its pool %s", where, r.claim, r.key, r.prefix, p.minLength, p.maxLength, held[pool])
+			}
+			if p.maxRecords > 0 && childrenOf(held, pool, r.claim, nil) > p.maxRecords {
+				t.Errorf("%s: %s holds %d records from %s, more than its policy's %d", where, r.claim, childrenOf(held, pool, r.claim, nil), held[pool], p.maxRecords)
+			}
+			if r.req.length >= 0 && slices.ContainsFunc(p.reserved, r.prefix.Overlaps) {
+				t.Errorf("%s: first fit gave %s/%s the reserved %s", where, r.claim, r.key, r.prefix)
+			}
+		}
+		for _, cl := range cooling[pool] {
+			if cl.prefix.Overlaps(r.prefix) && (r.req.length >= 0 || cl.claim != r.claim) && l.now().Before(cl.until) {
+				t.Errorf("%s: %s/%s got %s, which %s released and which rests until %s", where, r.claim, r.key, r.prefix, cl.claim, cl.until)
+			}
+		}
+	}
+	for pool, list := range l.cooling {
+		for _, c := range list {
+			if !l.now().Before(c.until) {
+				t.Errorf("%s: %s still cools in %s after its grace period", where, c.prefix, held[pool])
+			}
+		}
+	}
+}
+
+// checkUsage counts every pool's addresses one by one and compares with
+// the ledger's utilization.
+func checkUsage(t *testing.T, where string, l *ledger) {
+	t.Helper()
+	held := heldBy(l)
+	for pool, p := range held {
+		if !pool.req.delegable || p.Bits() < 16 {
+			continue
+		}
+		counts := map[string]int64{}
+		isFree := map[netip.Addr]bool{}
+		subs, tenants := 0, map[string]bool{}
+		for h := range held {
+			if parentOf(held, h) == pool {
+				subs++
+				tenants[h.claim] = true
+			}
+		}
+		for a := p.Addr(); a.IsValid() && p.Contains(a); a = a.Next() {
+			state := "free"
+			switch {
+			case slices.ContainsFunc(slices.Collect(maps.Keys(held)), func(h *record) bool { q := held[h]; return q.Bits() > p.Bits() && q.Contains(a) }):
+				state = "allocated"
+			case pool.policy != nil && slices.ContainsFunc(pool.policy.reserved, func(q netip.Prefix) bool { return q.Contains(a) }):
+				state = "reserved"
+			case slices.ContainsFunc(l.cooling[pool], func(c cooled) bool { return c.prefix.Contains(a) }):
+				state = "cooling"
+			}
+			counts[state]++
+			isFree[a] = state == "free"
+		}
+		var largest netip.Prefix
+		for bits := p.Bits(); bits <= 32 && !largest.IsValid(); bits++ {
+			for _, b := range blocks(p, bits) {
+				all := true
+				for a := b.Addr(); a.IsValid() && b.Contains(a); a = a.Next() {
+					all = all && isFree[a]
+				}
+				if all {
+					largest = b
+					break
+				}
+			}
+		}
+		u := l.usageOf(pool)
+		got := fmt.Sprintf("allocated %s reserved %s cooling %s free %s largest %s subs %d tenants %d", u.allocated, u.reserved, u.cooling, u.free, u.largestFree, u.subPrefixes, u.tenants)
+		want := fmt.Sprintf("allocated %d reserved %d cooling %d free %d largest %s subs %d tenants %d", counts["allocated"], counts["reserved"], counts["cooling"], counts["free"], largest, subs, len(tenants))
+		if got != want {
+			t.Errorf("%s: pool %s/%s %s: usage says %s; counted %s", where, pool.claim, pool.key, p, got, want)
+		}
+	}
+}
+
+// coolingState renders every pool's cooling list.
+func coolingState(l *ledger) map[string]string {
+	out := map[string]string{}
+	for pool, list := range l.cooling {
+		var s []string
+		for _, c := range list {
+			s = append(s, fmt.Sprintf("%s by %s until %s", c.prefix, c.claim, c.until.Format(time.TimeOnly)))
+		}
+		out[pool.claim+"/"+pool.key.String()] = strings.Join(s, ", ")
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package allocation
 
 import (
 	"net/netip"
+	"slices"
 )
 
 // pools returns the allocated delegable records of the claim a pool request
@@ -29,10 +30,11 @@ func (l *ledger) pools(req request) []*record {
 }
 
 // firstFit returns the lowest prefix of the given length inside pool that
-// overlaps no allocation other than the pool's own chain. It walks the
-// pool's sub-allocations in address order from the pool's full mark:
-// below it every address is taken, so a pool filled from the bottom is not
-// walked again from its start.
+// overlaps no allocation other than the pool's own chain, no reservation
+// and no cooling sub-prefix. It walks the pool's sub-allocations and those
+// ranges in address order from the pool's full mark: below it every
+// address is taken, so a pool filled from the bottom is not walked again
+// from its start.
 func (l *ledger) firstFit(pool *record, length int) (netip.Prefix, bool) {
 	p := pool.prefix
 	cursor, last := p.Addr(), lastAddr(p)
@@ -80,36 +82,81 @@ func (l *ledger) firstFit(pool *record, length int) (netip.Prefix, bool) {
 		}
 		return candidate, true
 	}
+	// step passes a taken range q: it returns a result when the walk is
+	// over.
+	step := func(q netip.Prefix) (netip.Prefix, bool, bool) {
+		first, end := q.Addr(), lastAddr(q)
+		if end.Less(cursor) {
+			return netip.Prefix{}, false, false // inside one passed already
+		}
+		if cursor.Less(first) && !seen {
+			free, seen = cursor, true
+		}
+		candidate, ok := fits()
+		if !ok {
+			p, found := done(false, netip.Prefix{})
+			return p, found, true
+		}
+		if lastAddr(candidate).Less(first) {
+			p, found := done(true, candidate)
+			return p, found, true
+		}
+		if end == last {
+			taken = true
+			p, found := done(false, netip.Prefix{})
+			return p, found, true
+		}
+		if next := end.Next(); cursor.Less(next) {
+			cursor = next
+		}
+		return netip.Prefix{}, false, false
+	}
+	// Reservations and cooling sub-prefixes are taken too: merged into the
+	// walk in address order.
+	excluded := l.excluded(pool)
+	for len(excluded) > 0 && lastAddr(excluded[0]).Less(cursor) {
+		excluded = excluded[1:]
+	}
 	for _, block := range cover(p, cursor, nil) {
 		for q := range l.held.Overlapping(block) {
 			if q.Bits() <= p.Bits() {
 				continue // the pool and its chain
 			}
-			first, end := q.Addr(), lastAddr(q)
-			if end.Less(cursor) {
-				continue // inside one passed already
+			for len(excluded) > 0 && excluded[0].Addr().Less(q.Addr()) {
+				if found, ok, over := step(excluded[0]); over {
+					return found, ok
+				}
+				excluded = excluded[1:]
 			}
-			if cursor.Less(first) && !seen {
-				free, seen = cursor, true
+			if found, ok, over := step(q); over {
+				return found, ok
 			}
-			candidate, ok := fits()
-			if !ok {
-				return done(false, netip.Prefix{})
-			}
-			if lastAddr(candidate).Less(first) {
-				return done(true, candidate)
-			}
-			if end == last {
-				taken = true
-				return done(false, netip.Prefix{})
-			}
-			if next := end.Next(); cursor.Less(next) {
-				cursor = next
-			}
+		}
+	}
+	for _, q := range excluded {
+		if found, ok, over := step(q); over {
+			return found, ok
 		}
 	}
 	candidate, ok := fits()
 	return done(ok, candidate)
+}
+
+// excluded returns the ranges of a pool that first fit skips although
+// nothing holds them, in address order: its reservations and its cooling
+// sub-prefixes.
+func (l *ledger) excluded(pool *record) []netip.Prefix {
+	var out []netip.Prefix
+	if pool.policy != nil {
+		out = append(out, pool.policy.reserved...)
+	}
+	for _, c := range l.cooling[pool] {
+		out = append(out, c.prefix)
+	}
+	if len(l.cooling[pool]) > 0 {
+		slices.SortFunc(out, comparePrefixes)
+	}
+	return out
 }
 
 // fullMark is how far a pool is taken from its start: every address below
@@ -129,6 +176,9 @@ func (l *ledger) lowerFullMarks(freed netip.Prefix) {
 		}
 		if mark, ok := l.full[h]; ok && (mark.full || start.Less(mark.low)) {
 			l.full[h] = fullMark{low: start}
+		}
+		if h.req.delegable {
+			l.poolChanged(h)
 		}
 	}
 }

@@ -23,7 +23,9 @@ func (l *ledger) restore(claims []claimSpec) []change {
 	l.waitingFrom = map[string]map[*record]bool{}
 	l.claims = map[string]*claimEntry{}
 	l.full = map[*record]fullMark{}
+	l.cooling, l.usage = map[*record][]cooled{}, map[*record]*poolUsage{}
 	l.total = 0
+	cooling := map[*record][]cooled{}
 	var standing, undecided []*record
 	recorded := map[*record]recordedStatus{}
 	now := l.now()
@@ -43,6 +45,9 @@ func (l *ledger) restore(claims []claimSpec) []change {
 			case s.allocated:
 				r.seq, r.since, r.prefix = s.seq, s.date, s.prefix
 				standing = append(standing, r)
+				if len(s.cooling) > 0 {
+					cooling[r] = s.cooling
+				}
 			default:
 				r.seq, r.since = s.seq, s.date
 				recorded[r] = s
@@ -77,6 +82,13 @@ func (l *ledger) restore(claims []claimSpec) []change {
 	for _, r := range standing {
 		r.since, r.observed = now.Truncate(time.Second), now
 		undecided = append(undecided, r)
+	}
+	// The pools that stand keep the grace periods their status records.
+	for r, list := range cooling {
+		if r.allocated && r.req.delegable {
+			slices.SortStableFunc(list, func(a, b cooled) int { return a.until.Compare(b.until) })
+			l.cooling[r] = list
+		}
 	}
 	// Records that waited before go first, whatever their order says, then
 	// the ones nobody decided yet.

@@ -32,8 +32,18 @@ func (l *ledger) decide(r *record) change {
 		return l.decidePool(r)
 	}
 	p := r.req.prefix
-	if r.req.from != "" && l.parentFor(r.req, p, true) == nil {
-		return l.wait(r, p, networkingv1alpha1.ReasonPoolNotFound, holding{claim: r.req.from, prefix: r.req.pool})
+	if r.req.from != "" {
+		parent := l.parentFor(r.req, p, true)
+		if parent == nil {
+			return l.wait(r, p, networkingv1alpha1.ReasonPoolNotFound, holding{claim: r.req.from, prefix: r.req.pool})
+		}
+		pool := holding{claim: parent.claim, prefix: parent.prefix}
+		if why := parent.policy.refuses(parent, p.Bits(), l.heldFrom(r.claim, parent, r)); why != "" {
+			return l.waitBecause(r, p, networkingv1alpha1.ReasonPoolPolicy, pool, why)
+		}
+		if c, ok := l.coolingFor(parent, p, r.claim); ok {
+			return l.waitBecause(r, p, networkingv1alpha1.ReasonReuseGracePeriod, pool, coolingMessage(c, pool))
+		}
 	}
 	if holder, blocked := l.blocker(r, p); blocked {
 		return l.wait(r, p, networkingv1alpha1.ReasonConflict, holder)
@@ -43,15 +53,28 @@ func (l *ledger) decide(r *record) change {
 }
 
 // decidePool takes the lowest free prefix of the record's length from the
-// first of the source claim's pools that has one.
+// first of the source claim's pools whose policy allows it and that has
+// one. It waits with PoolPolicy when every pool's policy refuses it, and
+// with PoolExhausted when some pool would take it but has no room.
 func (l *ledger) decidePool(r *record) change {
 	pools := l.pools(r.req)
 	if len(pools) == 0 {
 		return l.wait(r, netip.Prefix{}, networkingv1alpha1.ReasonPoolNotFound, holding{claim: r.req.from, prefix: r.req.pool})
 	}
+	var exhausted, refused *record
+	var why string
 	for _, pool := range pools {
+		if reason := pool.policy.refuses(pool, r.req.length, l.heldFrom(r.claim, pool, r)); reason != "" {
+			if refused == nil {
+				refused, why = pool, reason
+			}
+			continue
+		}
 		p, ok := l.firstFit(pool, r.req.length)
 		if !ok {
+			if exhausted == nil {
+				exhausted = pool
+			}
 			continue
 		}
 		if _, blocked := l.blocker(r, p); blocked {
@@ -62,7 +85,13 @@ func (l *ledger) decidePool(r *record) change {
 		l.allocate(r, p)
 		return change{kind: changeAllocated, claim: r.claim, key: r.key, prefix: p}
 	}
-	return l.wait(r, netip.Prefix{}, networkingv1alpha1.ReasonPoolExhausted, holding{claim: pools[0].claim, prefix: pools[0].prefix})
+	if exhausted == nil && refused != nil {
+		return l.waitBecause(r, netip.Prefix{}, networkingv1alpha1.ReasonPoolPolicy, holding{claim: refused.claim, prefix: refused.prefix}, why)
+	}
+	if exhausted == nil {
+		exhausted = pools[0]
+	}
+	return l.wait(r, netip.Prefix{}, networkingv1alpha1.ReasonPoolExhausted, holding{claim: exhausted.claim, prefix: exhausted.prefix})
 }
 
 // parentFor returns the allocation that a record asking for req, holding
@@ -198,7 +227,7 @@ func (l *ledger) promote(cands map[*record]bool) []change {
 				if w.req.delegable {
 					delegated = append(delegated, w.claim)
 				}
-			case w.reason != before.reason || w.holder != before.holder || w.prefix != before.prefix:
+			case w.reason != before.reason || w.holder != before.holder || w.prefix != before.prefix || w.detail != before.detail:
 				ch.kind = changeBlocker
 				changes = append(changes, ch)
 			}

@@ -34,6 +34,8 @@ type claimSpec struct {
 type recordSpec struct {
 	key networkingv1alpha1.RecordKey
 	req request
+	// policy is a delegable record's pool policy; nil: none.
+	policy *poolPolicy
 	// index is the record's place in the claim's spec, where status shows
 	// its decision.
 	index int
@@ -83,6 +85,8 @@ type recordedStatus struct {
 	reason    string
 	// conflict is the allocation a Conflict record names.
 	conflict holding
+	// cooling is an allocated pool's cooling list.
+	cooling []cooled
 }
 
 // specOf parses a claim's spec for the ledger.
@@ -105,6 +109,16 @@ func specOf(ctx context.Context, claim *networkingv1alpha1.NetworkClaim) claimSp
 
 // recordSpecOf parses a spec record.
 func recordSpecOf(r networkingv1alpha1.AddressSpaceRecord) (recordSpec, error) {
+	rs, err := requestOf(r)
+	if err != nil || !r.Delegable {
+		return rs, err
+	}
+	rs.policy, err = policyOf(r.Pool)
+	return rs, err
+}
+
+// requestOf parses what a spec record asks for.
+func requestOf(r networkingv1alpha1.AddressSpaceRecord) (recordSpec, error) {
 	req := request{length: -1, delegable: r.Delegable}
 	if r.From != nil {
 		req.from = r.From.Claim
@@ -152,6 +166,13 @@ func recordedOf(claim *networkingv1alpha1.NetworkClaim, records []recordSpec) ma
 		if c := r.ConflictsWith; c != nil {
 			s.conflict.claim = c.Claim
 			s.conflict.prefix, _ = netip.ParsePrefix(c.Prefix)
+		}
+		if s.allocated && r.Pool != nil {
+			for _, c := range r.Pool.CoolingPrefixes {
+				if p, err := netip.ParsePrefix(c.Prefix); err == nil {
+					s.cooling = append(s.cooling, cooled{prefix: p, claim: c.Claim, until: c.ReusableAt.Time})
+				}
+			}
 		}
 		out[rs.key] = s
 	}

@@ -14,9 +14,13 @@ import (
 
 // unavailableMessage says, for people, why a record waits: which claim
 // holds the space ("overlaps 10.96.0.0/12 held by NetworkClaim
-// kube-apiserver"), or which pool has no room or is missing. The status
+// kube-apiserver"), or which pool has no room or is missing, or detail
+// when the reason needs more than that (a pool's policy). The status
 // record's reason and conflictsWith say it for programs.
-func unavailableMessage(reason string, prefix netip.Prefix, length int, holder holding) string {
+func unavailableMessage(reason string, prefix netip.Prefix, length int, holder holding, detail string) string {
+	if detail != "" {
+		return detail
+	}
 	switch reason {
 	case networkingv1alpha1.ReasonPoolExhausted:
 		return fmt.Sprintf("no free /%d in %s of NetworkClaim %s", length, holder.prefix, holder.claim)
@@ -61,10 +65,11 @@ func desiredStatus(claim *networkingv1alpha1.NetworkClaim, generation int64, dec
 			if d.parent.claim != "" {
 				s.DelegatedFrom = &networkingv1alpha1.ClaimedPrefix{Claim: d.parent.claim, Prefix: d.parent.prefix.String()}
 			}
+			s.Pool = d.pool
 		} else {
 			s.Status = networkingv1alpha1.AllocationUnavailable
 			s.Reason = d.reason
-			s.Message = unavailableMessage(d.reason, d.prefix, d.req.length, d.holder)
+			s.Message = unavailableMessage(d.reason, d.prefix, d.req.length, d.holder, d.detail)
 			if d.reason == networkingv1alpha1.ReasonConflict {
 				s.ConflictsWith = &networkingv1alpha1.ClaimedPrefix{Claim: d.holder.claim, Prefix: d.holder.prefix.String()}
 			}
@@ -88,7 +93,61 @@ func desiredStatus(claim *networkingv1alpha1.NetworkClaim, generation int64, dec
 		}
 	}
 	meta.SetStatusCondition(&status.Conditions, ready)
+	setPoolPressure(&status, generation)
 	return status
+}
+
+// Pool pressure thresholds, in percent used.
+const (
+	pressureWarning  = 80
+	pressureCritical = 95
+)
+
+// pressureLevel is the reason of the PoolPressure condition for a pool that
+// is used percent full.
+func pressureLevel(percent int32) string {
+	switch {
+	case percent >= pressureCritical:
+		return networkingv1alpha1.ReasonAbove95Percent
+	case percent >= pressureWarning:
+		return networkingv1alpha1.ReasonAbove80Percent
+	}
+	return networkingv1alpha1.ReasonBelow80Percent
+}
+
+// setPoolPressure sets the PoolPressure condition of a claim that holds
+// allocated pools from their usage, naming the fullest; a claim without
+// pools has none.
+func setPoolPressure(status *networkingv1alpha1.NetworkClaimStatus, generation int64) {
+	var fullest *networkingv1alpha1.AddressSpaceStatus
+	for i := range status.AddressSpace {
+		s := &status.AddressSpace[i]
+		if s.Pool != nil && (fullest == nil || s.Pool.UsedPercent > fullest.Pool.UsedPercent) {
+			fullest = s
+		}
+	}
+	if fullest == nil {
+		meta.RemoveStatusCondition(&status.Conditions, networkingv1alpha1.ConditionPoolPressure)
+		return
+	}
+	c := metav1.Condition{
+		Type:               networkingv1alpha1.ConditionPoolPressure,
+		Status:             metav1.ConditionFalse,
+		Reason:             pressureLevel(fullest.Pool.UsedPercent),
+		Message:            fmt.Sprintf("the fullest pool, %s, is %d%% used; largest free block: %s", fullest.Prefix, fullest.Pool.UsedPercent, orNone(fullest.Pool.LargestFreePrefix)),
+		ObservedGeneration: generation,
+	}
+	if c.Reason != networkingv1alpha1.ReasonBelow80Percent {
+		c.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&status.Conditions, c)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // describeStatus names a status record: by prefix, else by name.

@@ -1,0 +1,95 @@
+package allocation
+
+import (
+	"testing"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/diff"
+
+	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+)
+
+func TestPoolStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pool  recordSpec
+		steps []claimSpec
+		want  networkingv1alpha1.PoolStatus
+		// wantPressure is the PoolPressure condition's reason.
+		wantPressure string
+	}{{
+		name: "an IPv6 /32: counts past 64 bits",
+		pool: exact("fd00::/32").delegable().withPolicy(poolPolicy{reserved: prefixes("fd00:0:ffff::/48")}),
+		steps: []claimSpec{
+			spec("a", 2, pool("p", "org", 48)),
+			spec("b", 3, pool("p", "org", 48), pool("q", "org", 64)),
+		},
+		want: networkingv1alpha1.PoolStatus{
+			Size:              "79228162514264337593543950336", // 2^96
+			Allocated:         "2417870085973332058963968",     // 2 × 2^80 + 2^64
+			Reserved:          "1208925819614629174706176",     // 2^80
+			Cooling:           "0",
+			Free:              "79224535718358749632310280192", // the rest
+			LargestFreePrefix: "fd00:0:4000::/34",              // the /33 above holds the reservation
+			SubPrefixes:       3,
+			Tenants:           2,
+		},
+		wantPressure: networkingv1alpha1.ReasonBelow80Percent,
+	}, {
+		name:  "an IPv4 /24 past 80%: nested allocations count once",
+		pool:  exact("10.0.0.0/24").delegable(),
+		steps: []claimSpec{spec("a", 2, pool("p", "org", 25).delegable()), spec("b", 3, pool("p", "a", 26)), spec("c", 4, pool("p", "org", 27))},
+		want: networkingv1alpha1.PoolStatus{
+			Size: "256", Allocated: "160", Reserved: "0", Cooling: "0", Free: "96", UsedPercent: 62,
+			LargestFreePrefix: "10.0.0.192/26", SubPrefixes: 2, Tenants: 2,
+		},
+		wantPressure: networkingv1alpha1.ReasonBelow80Percent,
+	}, {
+		name:  "cooling and reserved space is not free",
+		pool:  exact("10.0.0.0/24").delegable().withPolicy(poolPolicy{grace: time.Hour, reserved: prefixes("10.0.0.128/26")}),
+		steps: []claimSpec{spec("a", 2, pool("p", "org", 25)), spec("a", 3, pool("q", "org", 27)), spec("b", 4, pool("p", "org", 28))},
+		want: networkingv1alpha1.PoolStatus{
+			Size: "256", Allocated: "48", Reserved: "64", Cooling: "128", Free: "16", UsedPercent: 93,
+			LargestFreePrefix: "10.0.0.240/28", SubPrefixes: 2, Tenants: 2,
+			CoolingPrefixes: []networkingv1alpha1.CoolingPrefix{{Prefix: "10.0.0.0/25", Claim: "a", ReusableAt: metav1.NewTime(t0.Add(time.Hour))}},
+		},
+		wantPressure: networkingv1alpha1.ReasonAbove80Percent,
+	}, {
+		name:  "a full pool",
+		pool:  exact("10.0.0.0/30").delegable(),
+		steps: []claimSpec{spec("a", 2, pool("p", "org", 31), pool("q", "org", 31))},
+		want: networkingv1alpha1.PoolStatus{
+			Size: "4", Allocated: "4", Reserved: "0", Cooling: "0", Free: "0", UsedPercent: 100, SubPrefixes: 2, Tenants: 1,
+		},
+		wantPressure: networkingv1alpha1.ReasonAbove95Percent,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := testLedger()
+			l.sync(spec("org", 1, tc.pool))
+			for i, s := range tc.steps {
+				if e, ok := l.claims[s.name]; ok {
+					s.generation = e.generation + int64(i) + 1
+				}
+				l.sync(s)
+			}
+			org := &networkingv1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: "org", UID: "org-uid"},
+				Spec: networkingv1alpha1.NetworkClaimSpec{AddressSpace: []networkingv1alpha1.AddressSpaceRecord{{Prefix: tc.pool.req.prefix.String(), Delegable: true}}}}
+			generation, decisions, _ := l.records("org", "org-uid")
+			status := desiredStatus(org, generation, decisions)
+			got := status.AddressSpace[0].Pool
+			if got == nil {
+				t.Fatalf("no pool status: %+v", status.AddressSpace[0])
+			}
+			if !apiequality.Semantic.DeepEqual(*got, tc.want) {
+				t.Errorf("pool status (-got +want):\n%s", diff.Diff(*got, tc.want))
+			}
+			c := meta.FindStatusCondition(status.Conditions, networkingv1alpha1.ConditionPoolPressure)
+			if c == nil || c.Reason != tc.wantPressure {
+				t.Errorf("PoolPressure = %+v, want reason %s", c, tc.wantPressure)
+			}
+		})
+	}
+}
