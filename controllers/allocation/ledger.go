@@ -138,14 +138,14 @@ type change struct {
 
 func newLedger(now func() time.Time) *ledger {
 	return &ledger{
-		now:         now,
-		claims:      map[string]*claimEntry{},
-		waitingFrom: map[string]map[*record]bool{},
-		full:        map[*record]fullMark{},
-		cooling:     map[*record][]cooled{},
-		usage:       map[*record]*poolUsage{},
+		now:          now,
+		claims:       map[string]*claimEntry{},
+		waitingFrom:  map[string]map[*record]bool{},
+		full:         map[*record]fullMark{},
+		cooling:      map[*record][]cooled{},
+		usage:        map[*record]*poolUsage{},
 		changedPools: map[string]bool{},
-		fence:       fence{storedBy: map[string][]netip.Prefix{}},
+		fence:        fence{storedBy: map[string][]netip.Prefix{}},
 	}
 }
 
