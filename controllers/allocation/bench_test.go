@@ -54,3 +54,20 @@ func BenchmarkDecidePoolOf100k(b *testing.B) {
 		l.forget("new", "")
 	}
 }
+
+// BenchmarkPoolUsageOf50k counts a /8 with 50,000 /24s taken from it: what
+// a status write of the pool's claim costs once the pool changed.
+func BenchmarkPoolUsageOf50k(b *testing.B) {
+	l := testLedger()
+	l.sync(spec("org", 1, exact("10.0.0.0/8").delegable()))
+	for i := range 50_000 {
+		l.sync(spec(fmt.Sprintf("c%d", i), uint64(i+2), pool("p", "org", 24)))
+	}
+	pool := l.claims["org"].records[exact("10.0.0.0/8").key]
+	b.ResetTimer()
+	for range b.N {
+		if u := l.countUsage(pool); u.subPrefixes != 50_000 {
+			b.Fatalf("%d sub-prefixes", u.subPrefixes)
+		}
+	}
+}

@@ -315,12 +315,15 @@ func (c *Controller) decide(ctx context.Context, name string) {
 		changes = append(changes, c.ledger.sync(specOf(ctx, claim))...)
 	}
 	allocated, waiting := c.ledger.counts()
-	pools := c.ledger.takeChangedPools()
+	delays := map[string]time.Duration{}
+	for _, holder := range c.ledger.takeChangedPools() {
+		delays[holder] = c.ledger.refreshDelay(holder)
+	}
 	c.scheduleExpiry()
 	c.mu.Unlock()
 
-	for _, holder := range pools {
-		c.statuses.AddAfter(holder, poolStatusDelay)
+	for holder, delay := range delays {
+		c.statuses.AddAfter(holder, delay)
 	}
 
 	c.report(ctx, changes, deleted)
@@ -431,7 +434,12 @@ func (c *Controller) writeStatus(ctx context.Context, name string) error {
 	}
 	status := desiredStatus(claim, generation, decisions)
 	fenced := c.ledger.fenced(name, newlyAllocated(claim, decisions))
+	refresh, stale := c.ledger.staleUsage(name)
 	c.mu.Unlock()
+	if stale {
+		// A pool's count waits for its budget: write it then.
+		c.statuses.AddAfter(name, refresh)
+	}
 	if fenced {
 		// The release's event queues the claim again; the rate-limited
 		// retry is the safety net.

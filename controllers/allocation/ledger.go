@@ -49,6 +49,8 @@ type ledger struct {
 	// the controller last asked (usage.go).
 	usage        map[*record]*poolUsage
 	changedPools map[string]bool
+	// spans is countUsage's buffer, kept between counts.
+	spans []span
 
 	// fence says when a decision may be written (fence.go).
 	fence fence

@@ -1048,7 +1048,7 @@ func checkUsage(t *testing.T, where string, l *ledger) {
 				}
 			}
 		}
-		u := l.usageOf(pool)
+		u := l.countUsage(pool)
 		got := fmt.Sprintf("allocated %s reserved %s cooling %s free %s largest %s subs %d tenants %d", u.allocated, u.reserved, u.cooling, u.free, u.largestFree, u.subPrefixes, u.tenants)
 		want := fmt.Sprintf("allocated %d reserved %d cooling %d free %d largest %s subs %d tenants %d", counts["allocated"], counts["reserved"], counts["cooling"], counts["free"], largest, subs, len(tenants))
 		if got != want {

@@ -2,6 +2,7 @@ package allocation
 
 import (
 	"math/big"
+	"math/bits"
 	"net/netip"
 	"slices"
 	"time"
@@ -21,6 +22,24 @@ type poolUsage struct {
 	largestFree netip.Prefix
 	subPrefixes int
 	tenants     int
+
+	// countedAt is when it was counted, cost how long that took; stale
+	// says the pool changed since.
+	countedAt time.Time
+	cost      time.Duration
+	stale     bool
+}
+
+// countBudget is the share of the controller's time that counting one
+// pool may take: a pool whose count takes 10 ms is counted at most every
+// second, one whose count takes 50 ms (a million sub-prefixes) every 5 s.
+// The count holds the ledger, so decisions wait for it.
+const countBudget = 100
+
+// refreshAfter is how long after its last count a changed pool is counted
+// again.
+func (u *poolUsage) refreshAfter() time.Duration {
+	return max(poolStatusDelay, countBudget*u.cost)
 }
 
 // usedPercent is the part of the pool that is not free, in percent
@@ -31,10 +50,12 @@ func (u *poolUsage) usedPercent() int {
 	return int(used.Quo(used, u.size).Int64())
 }
 
-// poolChanged drops a pool's cached usage, and notes that its claim's
-// status must show the new one.
+// poolChanged marks a pool's cached usage stale, and notes that its
+// claim's status must show the new one.
 func (l *ledger) poolChanged(pool *record) {
-	delete(l.usage, pool)
+	if u, ok := l.usage[pool]; ok {
+		u.stale = true
+	}
 	l.changedPools[pool.claim] = true
 }
 
@@ -61,15 +82,51 @@ func (l *ledger) takeChangedPools() []string {
 	return out
 }
 
-// usageOf returns how full an allocated pool is, from the cache or
-// counted: one walk of the allocations inside it.
+// usageOf returns how full an allocated pool is: counted (one walk of the
+// allocations inside it) when it has not been, or when it changed and its
+// count's budget allows another; else as last counted, maybe stale.
 func (l *ledger) usageOf(pool *record) *poolUsage {
-	if u, ok := l.usage[pool]; ok {
+	u, ok := l.usage[pool]
+	if ok && (!u.stale || time.Since(u.countedAt) < u.refreshAfter()) {
 		return u
 	}
-	u := l.countUsage(pool)
+	start := time.Now()
+	u = l.countUsage(pool)
+	u.countedAt, u.cost = start, time.Since(start)
 	l.usage[pool] = u
 	return u
+}
+
+// staleUsage returns, for a claim whose status shows a stale count of one
+// of its pools, how long until that pool may be counted again.
+func (l *ledger) staleUsage(claim string) (time.Duration, bool) {
+	e, ok := l.claims[claim]
+	if !ok {
+		return 0, false
+	}
+	var wait time.Duration
+	stale := false
+	for _, r := range e.records {
+		if u, ok := l.usage[r]; ok && u.stale {
+			stale = true
+			wait = max(wait, u.refreshAfter()-time.Since(u.countedAt))
+		}
+	}
+	return max(wait, 0), stale
+}
+
+// refreshDelay is how long after a change a claim's status is written for
+// its pools' usage: a second, or longer for a pool whose count is costly.
+func (l *ledger) refreshDelay(claim string) time.Duration {
+	delay := poolStatusDelay
+	if e, ok := l.claims[claim]; ok {
+		for _, r := range e.records {
+			if u, ok := l.usage[r]; ok {
+				delay = max(delay, u.refreshAfter()-time.Since(u.countedAt))
+			}
+		}
+	}
+	return delay
 }
 
 // State of an address, by precedence.
@@ -88,12 +145,14 @@ type span struct {
 // countUsage counts a pool's addresses by state. Prefixes inside a pool are
 // nested or disjoint, so in CIDR order they form a forest: each address
 // takes the highest state of the spans around it, and a span's own
-// addresses are its size less its children's.
+// addresses are its size less its children's. It runs under the
+// controller's lock, once a second at most for a pool that keeps changing,
+// so it allocates nothing per span.
 func (l *ledger) countUsage(pool *record) *poolUsage {
 	p := pool.prefix
-	var spans []span
-	tenants := sets.New[string]()
-	u := &poolUsage{size: blockSize(p), allocated: new(big.Int), reserved: new(big.Int), cooling: new(big.Int)}
+	spans := l.spans[:0]
+	tenants := map[string]struct{}{}
+	u := &poolUsage{}
 	for q, h := range l.held.Overlapping(p) {
 		if q.Bits() <= p.Bits() {
 			continue // the pool and its chain
@@ -101,49 +160,43 @@ func (l *ledger) countUsage(pool *record) *poolUsage {
 		spans = append(spans, span{q, stateAllocated})
 		if isChildOf(h, pool) {
 			u.subPrefixes++
-			tenants.Insert(h.claim)
+			tenants[h.claim] = struct{}{}
 		}
 	}
-	u.tenants = tenants.Len()
-	var extra []span
+	u.tenants = len(tenants)
+	extra := len(spans)
 	if pool.policy != nil {
 		for _, r := range pool.policy.reserved {
-			extra = append(extra, span{r, stateReserved})
+			spans = append(spans, span{r, stateReserved})
 		}
 	}
 	for _, c := range l.cooling[pool] {
-		extra = append(extra, span{c.prefix, stateCooling})
+		spans = append(spans, span{c.prefix, stateCooling})
 	}
-	if len(extra) > 0 {
-		spans = append(spans, extra...)
+	if len(spans) > extra {
 		slices.SortStableFunc(spans, func(a, b span) int { return comparePrefixes(a.prefix, b.prefix) })
 	}
-	byState := map[int]*big.Int{stateAllocated: u.allocated, stateReserved: u.reserved, stateCooling: u.cooling}
-	// open is the chain of spans around the current one: each with its
+	l.spans = spans[:0]
+	var byState [stateAllocated + 1]addrCount
+	// stack is the chain of spans around the current one: each with its
 	// effective state and the addresses its children took.
 	type open struct {
-		span
+		prefix   netip.Prefix
 		state    int
-		children *big.Int
+		children addrCount
 	}
-	var stack []open
+	stack := make([]open, 0, 8)
 	closeTop := func() {
 		top := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		own := blockSize(top.prefix)
-		size := new(big.Int).Set(own)
-		own.Sub(own, top.children)
-		byState[top.state].Add(byState[top.state], own)
+		size := sizeOf(top.prefix)
+		byState[top.state] = byState[top.state].add(size.sub(top.children))
 		if len(stack) > 0 {
-			parent := &stack[len(stack)-1]
-			parent.children.Add(parent.children, size)
+			stack[len(stack)-1].children = stack[len(stack)-1].children.add(size)
 		}
 	}
 	// Free space lies between the top-level spans.
 	cursor, last := p.Addr(), lastAddr(p)
-	gap := func(end netip.Addr) { // the free addresses from cursor up to end, excluded
-		u.largestFree = largerFree(u.largestFree, cursor, end)
-	}
 	for _, s := range spans {
 		for len(stack) > 0 && !stack[len(stack)-1].prefix.Contains(s.prefix.Addr()) {
 			closeTop()
@@ -152,24 +205,60 @@ func (l *ledger) countUsage(pool *record) *poolUsage {
 		if len(stack) > 0 {
 			state = max(state, stack[len(stack)-1].state)
 		} else {
-			if cursor.Less(s.prefix.Addr()) {
-				gap(s.prefix.Addr())
+			if cursor.IsValid() && cursor.Less(s.prefix.Addr()) {
+				u.largestFree = largerFree(u.largestFree, cursor, s.prefix.Addr())
 			}
-			if next := lastAddr(s.prefix).Next(); cursor.Less(next) || !next.IsValid() {
-				cursor = next
-			}
+			cursor = lastAddr(s.prefix).Next() // invalid past the family's end
 		}
-		stack = append(stack, open{span: s, state: state, children: new(big.Int)})
+		stack = append(stack, open{prefix: s.prefix, state: state})
 	}
 	for len(stack) > 0 {
 		closeTop()
 	}
 	if cursor.IsValid() && !last.Less(cursor) {
-		gap(last.Next())
+		u.largestFree = largerFree(u.largestFree, cursor, last.Next())
 	}
-	u.free = new(big.Int).Sub(u.size, u.allocated)
-	u.free.Sub(u.free, u.reserved).Sub(u.free, u.cooling)
+	size := sizeOf(p)
+	free := size.sub(byState[stateAllocated]).sub(byState[stateReserved]).sub(byState[stateCooling])
+	u.size, u.free = size.big(), free.big()
+	u.allocated, u.reserved, u.cooling = byState[stateAllocated].big(), byState[stateReserved].big(), byState[stateCooling].big()
 	return u
+}
+
+// addrCount is a number of addresses: up to 2^128, the size of ::/0, so
+// three words.
+type addrCount [3]uint64
+
+// sizeOf is the number of addresses of p.
+func sizeOf(p netip.Prefix) addrCount {
+	var c addrCount
+	n := p.Addr().BitLen() - p.Bits()
+	c[n/64] = 1 << (n % 64)
+	return c
+}
+
+func (a addrCount) add(b addrCount) addrCount {
+	var carry uint64
+	a[0], carry = bits.Add64(a[0], b[0], 0)
+	a[1], carry = bits.Add64(a[1], b[1], carry)
+	a[2], _ = bits.Add64(a[2], b[2], carry)
+	return a
+}
+
+func (a addrCount) sub(b addrCount) addrCount {
+	var borrow uint64
+	a[0], borrow = bits.Sub64(a[0], b[0], 0)
+	a[1], borrow = bits.Sub64(a[1], b[1], borrow)
+	a[2], _ = bits.Sub64(a[2], b[2], borrow)
+	return a
+}
+
+func (a addrCount) big() *big.Int {
+	out := new(big.Int).SetUint64(a[2])
+	for _, w := range []uint64{a[1], a[0]} {
+		out.Lsh(out, 64).Or(out, new(big.Int).SetUint64(w))
+	}
+	return out
 }
 
 // largerFree returns the larger of best and the largest CIDR block in
@@ -192,11 +281,6 @@ func largerFree(best netip.Prefix, from, to netip.Addr) netip.Prefix {
 		from = lastAddr(block).Next()
 	}
 	return best
-}
-
-// blockSize is the number of addresses of p.
-func blockSize(p netip.Prefix) *big.Int {
-	return new(big.Int).Lsh(big.NewInt(1), uint(p.Addr().BitLen()-p.Bits()))
 }
 
 // poolStatus renders a pool's usage and cooling list for its status.

@@ -93,3 +93,28 @@ func TestPoolStatus(t *testing.T) {
 		})
 	}
 }
+
+// A changed pool is counted again only once its count's budget allows:
+// until then its status shows the last count, and says it is stale.
+func TestPoolUsageIsCountedWithinItsBudget(t *testing.T) {
+	l := testLedger()
+	l.sync(spec("org", 1, exact("10.0.0.0/8").delegable()))
+	org := l.claims["org"].records[exact("10.0.0.0/8").key]
+	if u := l.usageOf(org); u.subPrefixes != 0 {
+		t.Fatalf("an empty pool: %d sub-prefixes", u.subPrefixes)
+	}
+	l.sync(spec("a", 2, pool("p", "org", 16)))
+	if u := l.usageOf(org); u.subPrefixes != 0 || !u.stale {
+		t.Errorf("counted again within a second: %d sub-prefixes, stale %v", u.subPrefixes, u.stale)
+	}
+	if wait, stale := l.staleUsage("org"); !stale || wait <= 0 || wait > poolStatusDelay {
+		t.Errorf("staleUsage = %v, %v; want a wait of at most %v", wait, stale, poolStatusDelay)
+	}
+	l.usage[org].countedAt = time.Now().Add(-poolStatusDelay)
+	if u := l.usageOf(org); u.subPrefixes != 1 || u.stale {
+		t.Errorf("counted again after its budget: %d sub-prefixes, stale %v; want 1, fresh", u.subPrefixes, u.stale)
+	}
+	if _, stale := l.staleUsage("org"); stale {
+		t.Error("staleUsage after a fresh count")
+	}
+}
