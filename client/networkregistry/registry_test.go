@@ -755,7 +755,7 @@ func TestRecordApplied(t *testing.T) {
 func TestQueriesBeforeStart(t *testing.T) {
 	r := New(fake.NewSimpleClientset(), "test")
 	// What the informer delivers while Start lists the claims.
-	for _, c := range fixture() {
+	for _, c := range append(fixture(), pools()...) {
 		r.update(c)
 	}
 	queries := []struct {
@@ -767,6 +767,13 @@ func TestQueriesBeforeStart(t *testing.T) {
 		{"Prefixes", func() int { return len(r.Prefixes(servicesRef)) }},
 		{"Allocations", func() int { return len(r.Allocations()) }},
 		{"Claims", func() int { return len(r.Claims()) }},
+		{"Pools", func() int { return len(r.Pools()) }},
+		{"Pool", func() int {
+			if _, ok := r.Pool("org-pods", netip.MustParsePrefix("10.0.0.0/8")); ok {
+				return 1
+			}
+			return 0
+		}},
 	}
 	for _, q := range queries {
 		if n := q.n(); n != 0 {
