@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
@@ -23,15 +22,7 @@ func ptr[T any](v T) *T { return &v }
 func TestClaimPoolPolicy(t *testing.T) {
 	r, client := startRegistry(t)
 	var sent []clienttesting.PatchActionImpl
-	client.PrependReactor("patch", "networkclaims", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		patch := action.(clienttesting.PatchActionImpl)
-		sent = append(sent, patch)
-		claim := &v1alpha1.NetworkClaim{}
-		if err := json.Unmarshal(patch.GetPatch(), claim); err != nil {
-			return true, nil, err
-		}
-		return true, claim, nil
-	})
+	recordApplies(client, &sent)
 	v4, v6 := netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/32")
 	tests := []struct {
 		name   string

@@ -788,13 +788,13 @@ func TestQueriesBeforeStart(t *testing.T) {
 	}
 }
 
-func TestClaim(t *testing.T) {
-	r, client := startRegistry(t)
-	// The fake's tracker cannot apply; the test reads what was sent.
-	var sent []clienttesting.PatchActionImpl
+// recordApplies makes the fake answer an apply with the claim applied, of
+// generation 1, and appends each apply to sent: the fake's tracker cannot
+// apply, so tests read what was sent.
+func recordApplies(client *fake.Clientset, sent *[]clienttesting.PatchActionImpl) {
 	client.PrependReactor("patch", "networkclaims", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		patch := action.(clienttesting.PatchActionImpl)
-		sent = append(sent, patch)
+		*sent = append(*sent, patch)
 		claim := &v1alpha1.NetworkClaim{}
 		if err := json.Unmarshal(patch.GetPatch(), claim); err != nil {
 			return true, nil, err
@@ -802,6 +802,12 @@ func TestClaim(t *testing.T) {
 		claim.Generation = 1
 		return true, claim, nil
 	})
+}
+
+func TestClaim(t *testing.T) {
+	r, client := startRegistry(t)
+	var sent []clienttesting.PatchActionImpl
+	recordApplies(client, &sent)
 	records := []Record{
 		{Prefix: netip.MustParsePrefix("10.96.0.0/12"), Reference: &servicesRef, Description: "Service ClusterIPs"},
 		{Prefix: netip.MustParsePrefix("fd00:10:96::/112")},
