@@ -85,7 +85,7 @@ delegable record's policy. -o json or -o yaml prints the NetworkClaim instead, s
 
 It exits 0 when every record of the claim is allocated. It exits 1, after printing, when some
 record is Unavailable: the claim stays, and the registry allocates the record when the space
-it waits for is free, or for PoolPolicy when the record or the pool's policy changes, or for
+it waits for is free, or for PoolPolicy when it fits the pool's policy, or for
 ReuseGracePeriod when the released prefix has rested (registry release NAME withdraws it); and
 it exits 1 when the registry has not decided within --timeout, as kubectl wait does.`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -437,7 +437,7 @@ func waitingFor(decisions []networkregistry.Decision) string {
 		clauses = append(clauses, "a record waiting for a released prefix to rest (ReuseGracePeriod) gets it when the pool's reuse grace period ends")
 	}
 	if policy {
-		clauses = append(clauses, "a record refused by its pool's policy (PoolPolicy) waits until the record or the policy changes: registry pools shows each pool's policy")
+		clauses = append(clauses, "a record refused by its pool's policy (PoolPolicy) waits until it fits the policy, which registry pools shows")
 	}
 	return strings.Join(clauses, "; ")
 }

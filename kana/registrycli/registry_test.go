@@ -540,7 +540,7 @@ func TestWaitingFor(t *testing.T) {
 	const (
 		space  = "the registry allocates them when the space they wait for is free"
 		grace  = "a record waiting for a released prefix to rest (ReuseGracePeriod) gets it when the pool's reuse grace period ends"
-		policy = "a record refused by its pool's policy (PoolPolicy) waits until the record or the policy changes: registry pools shows each pool's policy"
+		policy = "a record refused by its pool's policy (PoolPolicy) waits until it fits the policy, which registry pools shows"
 	)
 	refused := policyClaims()[1]
 	tests := []struct {
