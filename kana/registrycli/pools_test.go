@@ -2,6 +2,7 @@ package registrycli
 
 import (
 	"bytes"
+	"fmt"
 	"math/big"
 	"net/netip"
 	"strings"
@@ -194,7 +195,7 @@ func TestPrintPools(t *testing.T) {
 			Status: v1alpha1.NetworkClaimStatus{AddressSpace: []v1alpha1.AddressSpaceStatus{
 				{Prefix: "192.168.0.0/16", Status: v1alpha1.AllocationAllocated, Date: registryDecidedAt, Pool: &v1alpha1.PoolStatus{
 					Size: "65536", Allocated: "53248", Reserved: "0", Cooling: "0", Free: "12288", UsedPercent: 81,
-					LargestFreePrefix: "192.168.208.0/20", SubPrefixes: 13, Tenants: 5,
+					LargestFreePrefix: "192.168.224.0/19", SubPrefixes: 13, Tenants: 5,
 				}},
 				{Prefix: "198.18.0.0/24", Status: v1alpha1.AllocationAllocated, Date: registryDecidedAt, Pool: &v1alpha1.PoolStatus{
 					Size: "256", Allocated: "256", Reserved: "0", Cooling: "0", Free: "0", UsedPercent: 100, SubPrefixes: 1, Tenants: 1,
@@ -203,12 +204,14 @@ func TestPrintPools(t *testing.T) {
 			}},
 		}
 		claims := []*v1alpha1.NetworkClaim{lab}
+		// Thirteen /20s from the bottom; five of them here.
 		for i, name := range []string{"team-e", "team-a", "team-d", "team-b", "team-c"} {
+			prefix := fmt.Sprintf("192.168.%d.0/20", 16*i)
 			claims = append(claims, &v1alpha1.NetworkClaim{
 				ObjectMeta: metav1.ObjectMeta{Name: name},
-				Spec:       v1alpha1.NetworkClaimSpec{AddressSpace: []v1alpha1.AddressSpaceRecord{{Prefix: "192.168." + string(rune('0'+i)) + ".0/24", From: &v1alpha1.PrefixSource{Claim: "lab"}}}},
+				Spec:       v1alpha1.NetworkClaimSpec{AddressSpace: []v1alpha1.AddressSpaceRecord{{Prefix: prefix, From: &v1alpha1.PrefixSource{Claim: "lab"}}}},
 				Status: v1alpha1.NetworkClaimStatus{AddressSpace: []v1alpha1.AddressSpaceStatus{{
-					Prefix: "192.168." + string(rune('0'+i)) + ".0/24", Status: v1alpha1.AllocationAllocated, Date: registryDecidedAt,
+					Prefix: prefix, Status: v1alpha1.AllocationAllocated, Date: registryDecidedAt,
 					DelegatedFrom: &v1alpha1.ClaimedPrefix{Claim: "lab", Prefix: "192.168.0.0/16"},
 				}}},
 			})
@@ -236,7 +239,7 @@ func TestPrintPools(t *testing.T) {
 		}},
 		{name: "full, and not written yet", claims: full(), want: []string{
 			"CLAIM     PREFIX           USED      ALLOCATED   RESERVED   FREE      LARGEST FREE       SUB-PREFIXES   TENANTS                        POLICY",
-			"lab       192.168.0.0/16   81%       53248       0          12288     192.168.208.0/20   13             team-a,team-b,team-c +2 more   <none>",
+			"lab       192.168.0.0/16   81%       53248       0          12288     192.168.224.0/19   13             team-a,team-b,team-c +2 more   <none>",
 			"lab       198.18.0.0/24    100%      256         0          0         <none>             1              bench                          <none>",
 			"lab       198.19.0.0/16    -         -           -          -         -                  -              <none>                         <none>",
 		}},
