@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +41,9 @@ type Record struct {
 	// Delegable lets other claims take sub-prefixes of the record's
 	// prefix, naming this claim in their From.
 	Delegable bool
+	// Pool is how a delegable record hands out its space; nil for no
+	// policy. Only with Delegable.
+	Pool *PoolPolicy
 	// Reference names the resource the range is for, e.g. group "" and
 	// resource "services"; nil for none.
 	Reference *v1alpha1.ResourceReference
@@ -55,6 +59,40 @@ type PrefixSource struct {
 	// zero takes from the first of them, in the claim's spec order, that
 	// has room for the record.
 	Prefix netip.Prefix
+}
+
+// PoolPolicy is how a delegable record hands out its space: the API's
+// spec.addressSpace[i].pool, with prefixes parsed and the grace period a
+// duration. A zero field is unset. The registry applies it to the records
+// taken from the delegable record directly; a record that breaks it waits,
+// Unavailable with the reason PoolPolicy.
+type PoolPolicy struct {
+	// MinPrefixLength is the shortest sub-prefix handed out, that is the
+	// largest block: 16 hands out nothing larger than a /16.
+	MinPrefixLength int
+	// MaxPrefixLength is the longest sub-prefix handed out, that is the
+	// smallest block: 24 hands out nothing smaller than a /24.
+	MaxPrefixLength int
+	// MaxRecordsPerClaim is how many records one claim may hold from the
+	// delegable record, 1 to 64.
+	MaxRecordsPerClaim int
+	// Reservations are sub-ranges that first fit never hands out; a record
+	// that names one exactly (Prefix with From) still gets it.
+	Reservations []Reservation
+	// ReuseGracePeriod is how long a sub-prefix released by one claim
+	// rests before another claim gets it, at most 30 days. The API counts
+	// it in seconds: a fraction of a second is rounded up.
+	ReuseGracePeriod time.Duration
+}
+
+// Reservation is a sub-range of a pool that first fit never hands out.
+type Reservation struct {
+	// Prefix is the reserved range, inside the delegable record's prefix,
+	// e.g. 10.255.0.0/16.
+	Prefix netip.Prefix
+	// Description says what the range is kept for, in at most 255
+	// characters.
+	Description string
 }
 
 // Claim creates or updates the NetworkClaim name so that the records this
@@ -139,7 +177,50 @@ func specRecord(record Record) v1alpha1.AddressSpaceRecord {
 			out.From.Prefix = from.Prefix.String()
 		}
 	}
+	out.Pool = specPolicy(record.Pool)
 	return out
+}
+
+// specPolicy is the API's pool policy for policy. Values out of range are
+// kept so (clamped to int32), so that validation refuses them.
+func specPolicy(policy *PoolPolicy) *v1alpha1.PoolPolicy {
+	if policy == nil {
+		return nil
+	}
+	out := &v1alpha1.PoolPolicy{
+		MinPrefixLength:    optionalInt32(policy.MinPrefixLength),
+		MaxPrefixLength:    optionalInt32(policy.MaxPrefixLength),
+		MaxRecordsPerClaim: optionalInt32(policy.MaxRecordsPerClaim),
+	}
+	for _, r := range policy.Reservations {
+		reservation := v1alpha1.PoolReservation{Description: r.Description}
+		if r.Prefix.IsValid() {
+			reservation.Prefix = r.Prefix.String()
+		}
+		out.Reservations = append(out.Reservations, reservation)
+	}
+	if d := policy.ReuseGracePeriod; d != 0 {
+		// Rounded up, so that a prefix rests at least as long as asked;
+		// a negative duration stays negative, for validation to refuse.
+		seconds := int64(d / time.Second)
+		if d%time.Second > 0 {
+			seconds++
+		} else if seconds == 0 {
+			seconds = -1
+		}
+		out.ReuseGracePeriodSeconds = &seconds
+	}
+	return out
+}
+
+// optionalInt32 is n as an optional API field: nil for 0, clamped to int32
+// otherwise.
+func optionalInt32(n int) *int32 {
+	if n == 0 {
+		return nil
+	}
+	v := int32(min(max(n, math.MinInt32), math.MaxInt32))
+	return &v
 }
 
 // validate runs the API server's validation of a new claim.
@@ -174,6 +255,9 @@ func applyRecord(record v1alpha1.AddressSpaceRecord) *applyv1alpha1.AddressSpace
 	if record.Delegable {
 		ac.WithDelegable(true)
 	}
+	if policy := record.Pool; policy != nil {
+		ac.WithPool(applyPolicy(policy))
+	}
 	if record.Reference != nil {
 		ac.WithReference(applyv1alpha1.ResourceReference().
 			WithGroup(record.Reference.Group).
@@ -181,6 +265,32 @@ func applyRecord(record v1alpha1.AddressSpaceRecord) *applyv1alpha1.AddressSpace
 	}
 	if record.Description != "" {
 		ac.WithDescription(record.Description)
+	}
+	return ac
+}
+
+// applyPolicy is the apply configuration of a pool policy; as for records,
+// unset fields are not sent.
+func applyPolicy(policy *v1alpha1.PoolPolicy) *applyv1alpha1.PoolPolicyApplyConfiguration {
+	ac := applyv1alpha1.PoolPolicy()
+	if n := policy.MinPrefixLength; n != nil {
+		ac.WithMinPrefixLength(*n)
+	}
+	if n := policy.MaxPrefixLength; n != nil {
+		ac.WithMaxPrefixLength(*n)
+	}
+	if n := policy.MaxRecordsPerClaim; n != nil {
+		ac.WithMaxRecordsPerClaim(*n)
+	}
+	for _, r := range policy.Reservations {
+		reservation := applyv1alpha1.PoolReservation().WithPrefix(r.Prefix)
+		if r.Description != "" {
+			reservation.WithDescription(r.Description)
+		}
+		ac.WithReservations(reservation)
+	}
+	if n := policy.ReuseGracePeriodSeconds; n != nil {
+		ac.WithReuseGracePeriodSeconds(*n)
 	}
 	return ac
 }

@@ -8,8 +8,9 @@
 // package), so that its queries are answered from memory, without a request
 // to the API server. WhoHas and Overlaps ask the trie, in time that grows
 // with the prefix length and the number of answers rather than with the
-// number of claims; the listing queries (Prefixes, Allocations, Claims) go
-// through every claim or allocation, in time that grows with their number.
+// number of claims; the listing queries (Prefixes, Allocations, Claims,
+// Pools) go through every claim or allocation, in time that grows with their
+// number.
 // Call Start once before querying: until Start has returned nil, every query
 // returns nothing (no allocation, no claim), which is not the same as
 // "nothing is allocated".
@@ -22,6 +23,8 @@
 // overlap another claim's, or the pool has no room) or not decided yet are
 // not allocations. Allocations say which delegable allocation they were
 // taken from, and Chain walks those steps up to the root of the delegation.
+// Pools lists the delegable allocations with their policy, how full the
+// registry says each is, and the claims that took from each (its tenants).
 //
 // A component that takes ranges from a pool (Record with From and
 // PrefixLength) learns which prefix the registry chose from WaitForPrefix,

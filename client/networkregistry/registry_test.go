@@ -755,7 +755,7 @@ func TestRecordApplied(t *testing.T) {
 func TestQueriesBeforeStart(t *testing.T) {
 	r := New(fake.NewSimpleClientset(), "test")
 	// What the informer delivers while Start lists the claims.
-	for _, c := range fixture() {
+	for _, c := range append(fixture(), pools()...) {
 		r.update(c)
 	}
 	queries := []struct {
@@ -767,6 +767,13 @@ func TestQueriesBeforeStart(t *testing.T) {
 		{"Prefixes", func() int { return len(r.Prefixes(servicesRef)) }},
 		{"Allocations", func() int { return len(r.Allocations()) }},
 		{"Claims", func() int { return len(r.Claims()) }},
+		{"Pools", func() int { return len(r.Pools()) }},
+		{"Pool", func() int {
+			if _, ok := r.Pool("org-pods", netip.MustParsePrefix("10.0.0.0/8")); ok {
+				return 1
+			}
+			return 0
+		}},
 	}
 	for _, q := range queries {
 		if n := q.n(); n != 0 {
@@ -781,13 +788,13 @@ func TestQueriesBeforeStart(t *testing.T) {
 	}
 }
 
-func TestClaim(t *testing.T) {
-	r, client := startRegistry(t)
-	// The fake's tracker cannot apply; the test reads what was sent.
-	var sent []clienttesting.PatchActionImpl
+// recordApplies makes the fake answer an apply with the claim applied, of
+// generation 1, and appends each apply to sent: the fake's tracker cannot
+// apply, so tests read what was sent.
+func recordApplies(client *fake.Clientset, sent *[]clienttesting.PatchActionImpl) {
 	client.PrependReactor("patch", "networkclaims", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		patch := action.(clienttesting.PatchActionImpl)
-		sent = append(sent, patch)
+		*sent = append(*sent, patch)
 		claim := &v1alpha1.NetworkClaim{}
 		if err := json.Unmarshal(patch.GetPatch(), claim); err != nil {
 			return true, nil, err
@@ -795,6 +802,12 @@ func TestClaim(t *testing.T) {
 		claim.Generation = 1
 		return true, claim, nil
 	})
+}
+
+func TestClaim(t *testing.T) {
+	r, client := startRegistry(t)
+	var sent []clienttesting.PatchActionImpl
+	recordApplies(client, &sent)
 	records := []Record{
 		{Prefix: netip.MustParsePrefix("10.96.0.0/12"), Reference: &servicesRef, Description: "Service ClusterIPs"},
 		{Prefix: netip.MustParsePrefix("fd00:10:96::/112")},

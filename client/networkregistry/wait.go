@@ -259,17 +259,19 @@ func decision(c *v1alpha1.NetworkClaim) *metav1.Condition {
 
 // UnavailableError is the registry's refusal of some records of a claim:
 // their prefixes overlap prefixes allocated to other claims, or the pools
-// they are taken from have no room or do not exist. Test for it with
-// errors.As; each of Records says why in fields (Reason, ConflictsWith) as
-// well as in words (Message).
+// they are taken from have no room, do not exist, refuse them by their
+// policy, or rest the prefix they ask for after another claim released it.
+// Test for it with errors.As; each of Records says why in fields (Reason,
+// ConflictsWith) as well as in words (Message).
 type UnavailableError struct {
 	// Claim is the NetworkClaim's name.
 	Claim string
 	// Records are the claim's status records that say Unavailable, in
 	// spec order. Each has a Reason (v1alpha1.ReasonConflict,
-	// ReasonPoolExhausted or ReasonPoolNotFound), a Message for people,
-	// and for a conflict, ConflictsWith: the allocation it overlaps. A
-	// record taken from a pool has its Name and no Prefix.
+	// ReasonPoolExhausted, ReasonPoolNotFound, ReasonPoolPolicy or
+	// ReasonReuseGracePeriod), a Message for people, and for a conflict,
+	// ConflictsWith: the allocation it overlaps. A record taken from a pool
+	// has its Name and no Prefix.
 	Records []v1alpha1.AddressSpaceStatus
 	// Reason and Message are those of the claim's Ready condition: the
 	// reason of the first unavailable record.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -18,6 +19,7 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/apis/networking/validation"
 	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
 )
 
@@ -36,7 +38,18 @@ type claimOptions struct {
 	reference    string
 	description  string
 	fieldManager string
+
+	// The pool policy of delegable records.
+	minPrefixLength    int
+	maxPrefixLength    int
+	maxRecordsPerClaim int
+	reserve            []string
+	reuseGracePeriod   time.Duration
 }
+
+// policyFlags are the flags that set the pool policy, in the order they are
+// named when one is given without --delegable.
+var policyFlags = []string{"min-prefix-length", "max-prefix-length", "max-records-per-claim", "reserve", "reuse-grace-period"}
 
 func newRegistryClaimCommand() *cobra.Command {
 	o := &claimOptions{}
@@ -52,6 +65,12 @@ func newRegistryClaimCommand() *cobra.Command {
       --from-prefix fd00::/32 picks which of org-pods' delegable prefixes to take it from.
   registry claim cluster-a 10.5.0.0/16 --from org-pods
       claims 10.5.0.0/16 as a sub-prefix delegated by org-pods, which it does not conflict with.
+  registry claim org-pods 10.0.0.0/8 --delegable --min-prefix-length 16 --max-prefix-length 24 \
+      --max-records-per-claim 2 --reserve 10.255.0.0/16=infrastructure --reuse-grace-period 1h
+      sets how the delegable records hand out their space: sub-prefixes of /16 to /24, at most
+      2 records per claim, 10.255.0.0/16 left alone by first fit, and a released sub-prefix rests
+      an hour before another claim gets it. The policy flags go with --delegable and apply to
+      every PREFIX; a record that breaks the policy waits, Unavailable with the reason PoolPolicy.
 
 It applies the records by server-side apply with field manager --field-manager: they replace
 the records that an earlier run with the same field manager applied to NAME, and records
@@ -61,13 +80,14 @@ and "registry-claim-RECORD" for a record taken from a pool, so that each such re
 
 It prints one row per record of the claim: its name, its prefix (for a record taken from a
 pool, the one the registry chose), and the decision: Allocated, or Unavailable with the reason
-(Conflict, PoolExhausted, PoolNotFound) and why. -o json or -o yaml prints the NetworkClaim
-instead, status included.
+(Conflict, PoolExhausted, PoolNotFound, PoolPolicy, ReuseGracePeriod) and why; DETAILS shows a
+delegable record's policy. -o json or -o yaml prints the NetworkClaim instead, status included.
 
 It exits 0 when every record of the claim is allocated. It exits 1, after printing, when some
 record is Unavailable: the claim stays, and the registry allocates the record when the space
-it waits for is free (registry release NAME withdraws it); and it exits 1 when the registry has
-not decided within --timeout, as kubectl wait does.`,
+it waits for is free, or for PoolPolicy when it fits the pool's policy, or for
+ReuseGracePeriod when the released prefix has rested (registry release NAME withdraws it); and
+it exits 1 when the registry has not decided within --timeout, as kubectl wait does.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return errors.New("claim takes the NetworkClaim's name first, e.g. claim cluster-a 10.96.0.0/12 or claim cluster-a --from org-pods --prefix-length 16")
@@ -94,6 +114,12 @@ not decided within --timeout, as kubectl wait does.`,
 			record.BoolVar(&o.delegable, "delegable", false, "Let other claims take sub-prefixes of the records (with --from NAME).")
 			record.StringVar(&o.reference, "reference", "", "The resource the range is for, as RESOURCE or RESOURCE.GROUP, e.g. pods, services or servicecidrs.networking.k8s.io.")
 			record.StringVar(&o.description, "description", "", "What the range is for, in at most 255 characters.")
+			pool := fss.FlagSet("pool policy")
+			pool.IntVar(&o.minPrefixLength, "min-prefix-length", 0, "The shortest sub-prefix handed out, that is the largest block, e.g. 16: nothing larger than a /16.")
+			pool.IntVar(&o.maxPrefixLength, "max-prefix-length", 0, "The longest sub-prefix handed out, that is the smallest block, e.g. 24: nothing smaller than a /24.")
+			pool.IntVar(&o.maxRecordsPerClaim, "max-records-per-claim", 0, "How many records one claim may hold from each delegable record, 1 to 64.")
+			pool.StringArrayVar(&o.reserve, "reserve", nil, "A range first fit never hands out, as PREFIX or PREFIX=DESCRIPTION, e.g. 10.255.0.0/16=gateways; repeat it for more. A record that names it exactly still gets it.")
+			pool.DurationVar(&o.reuseGracePeriod, "reuse-grace-period", 0, "How long a sub-prefix released by one claim rests before another claim gets it, e.g. 1h; at most 720h (30 days), in whole seconds.")
 			fss.FlagSet("claim").StringVar(&o.fieldManager, "field-manager", "", `The field manager to apply the records with. Defaults to "registry-claim", or "registry-claim-RECORD" for a record taken with --prefix-length.`)
 		},
 	})
@@ -126,7 +152,11 @@ func (o *claimOptions) records(args []string, flags *pflag.FlagSet) ([]networkre
 	case flags.Changed("field-manager") && o.fieldManager == "":
 		return nil, "", errors.New("--field-manager must not be empty; leave it out for the default")
 	}
-	record := networkregistry.Record{Name: o.name, Delegable: o.delegable, Reference: parseReference(o.reference), Description: o.description}
+	policy, err := o.policy(args, flags)
+	if err != nil {
+		return nil, "", err
+	}
+	record := networkregistry.Record{Name: o.name, Delegable: o.delegable, Pool: policy, Reference: parseReference(o.reference), Description: o.description}
 	if o.from != "" {
 		record.From = &networkregistry.PrefixSource{Claim: o.from}
 		if o.fromPrefix != "" {
@@ -167,17 +197,82 @@ func (o *claimOptions) records(args []string, flags *pflag.FlagSet) ([]networkre
 	return records, fieldManager, nil
 }
 
+// policy reads the pool policy flags; nil when none is given. What the API
+// checks (lengths that fit the record, reservations inside it) is left to
+// its validation; what the flags alone say is checked here.
+func (o *claimOptions) policy(args []string, flags *pflag.FlagSet) (*networkregistry.PoolPolicy, error) {
+	given := slices.IndexFunc(policyFlags, flags.Changed)
+	if given < 0 {
+		return nil, nil
+	}
+	if !o.delegable {
+		flag := policyFlags[given]
+		value := flags.Lookup(flag).Value.String()
+		if flag == "reserve" {
+			value = o.reserve[0]
+		}
+		what := strings.Join(args, " ")
+		if len(args) == 1 {
+			what += " --from " + cmp.Or(o.from, "org") + " --prefix-length " + strconv.Itoa(cmp.Or(o.prefixLength, 16))
+		}
+		return nil, fmt.Errorf("--%s sets how a delegable record hands out its space: add --delegable, e.g. claim %s --delegable --%s %s", flag, what, flag, value)
+	}
+	// Zero would leave the field unset, not refused: say what to write.
+	for _, unset := range []struct {
+		flag  string
+		value int
+		hint  string
+	}{
+		{"min-prefix-length", o.minPrefixLength, "the length of the largest sub-prefix to hand out, e.g. 16"},
+		{"max-prefix-length", o.maxPrefixLength, "the length of the smallest sub-prefix to hand out, e.g. 24"},
+		{"max-records-per-claim", o.maxRecordsPerClaim, "1 to 64"},
+	} {
+		if flags.Changed(unset.flag) && unset.value == 0 {
+			return nil, fmt.Errorf("--%s 0: write %s, or leave the flag out for no limit", unset.flag, unset.hint)
+		}
+	}
+	switch d := o.reuseGracePeriod; {
+	case d < 0:
+		return nil, fmt.Errorf("--reuse-grace-period %s: must not be negative: write e.g. 1h, or 0 to reuse a released sub-prefix at once", d)
+	case d > validation.MaxReuseGracePeriodSeconds*time.Second:
+		return nil, fmt.Errorf("--reuse-grace-period %s: must be at most 720h (30 days): write e.g. 24h", d)
+	case d%time.Second != 0:
+		return nil, fmt.Errorf("--reuse-grace-period %s: must be whole seconds, as the API counts it: write e.g. %s", d, d.Round(time.Second))
+	}
+	policy := &networkregistry.PoolPolicy{
+		MinPrefixLength: o.minPrefixLength, MaxPrefixLength: o.maxPrefixLength, MaxRecordsPerClaim: o.maxRecordsPerClaim,
+		ReuseGracePeriod: o.reuseGracePeriod,
+	}
+	for _, arg := range o.reserve {
+		prefix, description, _ := strings.Cut(arg, "=")
+		p, err := parsePrefixArg("--reserve", prefix, "10.255.0.0/16")
+		if err != nil {
+			return nil, err
+		}
+		policy.Reservations = append(policy.Reservations, networkregistry.Reservation{Prefix: p, Description: description})
+	}
+	return policy, nil
+}
+
 // recordFlags are the flags that set the fields of a record, by the field's
 // path in the record.
 var recordFlags = map[string]string{
-	"name":               "name",
-	"prefixLength":       "prefix-length",
-	"from.claim":         "from",
-	"from.prefix":        "from-prefix",
-	"description":        "description",
-	"reference.group":    "reference",
-	"reference.resource": "reference",
+	"name":                         "name",
+	"prefixLength":                 "prefix-length",
+	"from.claim":                   "from",
+	"from.prefix":                  "from-prefix",
+	"description":                  "description",
+	"reference.group":              "reference",
+	"reference.resource":           "reference",
+	"pool.minPrefixLength":         "min-prefix-length",
+	"pool.maxPrefixLength":         "max-prefix-length",
+	"pool.maxRecordsPerClaim":      "max-records-per-claim",
+	"pool.reuseGracePeriodSeconds": "reuse-grace-period",
+	"pool.reservations":            "reserve",
 }
+
+// reservationField is the path of a field of a reservation, in a record.
+var reservationField = regexp.MustCompile(`^pool\.reservations\[(\d+)\]\.`)
 
 // recordField is the path of a field of the claim's records: index and
 // field.
@@ -196,7 +291,8 @@ func (o *claimOptions) argumentError(args []string, flags *pflag.FlagSet, errs f
 		e = errs[i]
 	}
 	var what, value, hint string
-	switch m := recordField.FindStringSubmatch(e.Field); {
+	m := recordField.FindStringSubmatch(e.Field)
+	switch {
 	case e.Field == "metadata.name":
 		// The generic name validation gives no example.
 		what, value, hint = "NAME", args[0], "; write a NetworkClaim name such as cluster-a"
@@ -212,20 +308,34 @@ func (o *claimOptions) argumentError(args []string, flags *pflag.FlagSet, errs f
 		what, value = "PREFIX", args[1+i]
 	case m[2] == "name" && derivedName:
 		return fmt.Errorf("--from %s makes no record name: give --name, e.g. --name pods-v4", o.from)
+	case reservationField.MatchString(m[2]):
+		r := reservationField.FindStringSubmatch(m[2])
+		i, _ := strconv.Atoi(r[1])
+		if i >= len(o.reserve) {
+			return e
+		}
+		what, value = "--reserve", o.reserve[i]
 	case recordFlags[m[2]] != "":
 		flag := recordFlags[m[2]]
 		what, value = "--"+flag, flags.Lookup(flag).Value.String()
 	default:
 		return e
 	}
+	// The policy flags apply to every PREFIX: say which one refused them.
+	var forPrefix string
+	if m != nil && strings.HasPrefix(m[2], "pool.") && len(args) > 2 {
+		if i, _ := strconv.Atoi(m[1]); 1+i < len(args) {
+			forPrefix = " (for PREFIX " + args[1+i] + ")"
+		}
+	}
 	if e.Type != field.ErrorTypeInvalid {
-		return fmt.Errorf("%s: %s", what, e.ErrorBody())
+		return fmt.Errorf("%s%s: %s", what, forPrefix, e.ErrorBody())
 	}
 	// As the API's own messages: strings quoted, numbers not.
 	if _, ok := e.BadValue.(string); ok {
 		value = strconv.Quote(value)
 	}
-	return fmt.Errorf("%s %s: %s%s", what, value, e.Detail, hint)
+	return fmt.Errorf("%s %s%s: %s%s", what, value, forPrefix, e.Detail, hint)
 }
 
 // parsePrefixArg reads a prefix given by the user as what; whether it is
@@ -281,8 +391,8 @@ func (o *claimOptions) run(ctx context.Context, out io.Writer, name string, reco
 	// a registry that decided without a record from passing for success.
 	decisions := networkregistry.Decisions(claim)
 	if n := countNotAllocated(decisions); n > 0 {
-		return fmt.Errorf("NetworkClaim %s: %d of %d records unavailable; the claim stays, and the registry allocates them when the space they wait for is free (registry release %s withdraws it)",
-			name, n, len(decisions), name)
+		return fmt.Errorf("NetworkClaim %s: %d of %d records unavailable; the claim stays, and %s (registry release %s withdraws it)",
+			name, n, len(decisions), waitingFor(decisions), name)
 	}
 	return nil
 }
@@ -295,6 +405,41 @@ func countNotAllocated(decisions []networkregistry.Decision) int {
 		}
 	}
 	return n
+}
+
+// waitingFor says what the unavailable records wait for: space, most
+// often, but a record refused by its pool's policy waits for a change, and
+// one resting in a grace period for time.
+func waitingFor(decisions []networkregistry.Decision) string {
+	var space, policy, grace bool
+	for _, d := range decisions {
+		if _, ok := d.Allocated(); ok {
+			continue
+		}
+		var reason string
+		if d.Status != nil {
+			reason = d.Status.Reason
+		}
+		switch reason {
+		case v1alpha1.ReasonPoolPolicy:
+			policy = true
+		case v1alpha1.ReasonReuseGracePeriod:
+			grace = true
+		default:
+			space = true
+		}
+	}
+	var clauses []string
+	if space {
+		clauses = append(clauses, "the registry allocates them when the space they wait for is free")
+	}
+	if grace {
+		clauses = append(clauses, "a record waiting for a released prefix to rest (ReuseGracePeriod) gets it when the pool's reuse grace period ends")
+	}
+	if policy {
+		clauses = append(clauses, "a record refused by its pool's policy (PoolPolicy) waits until it fits the policy, which registry pools shows")
+	}
+	return strings.Join(clauses, "; ")
 }
 
 // printClaim writes the claim as JSON or YAML, or else its records as
@@ -320,6 +465,11 @@ func printClaim(w io.Writer, format string, claim *v1alpha1.NetworkClaim) error 
 			}
 			if r.Description != "" {
 				parts = append(parts, r.Description)
+			}
+			if p, err := netip.ParsePrefix(r.Prefix); err == nil && r.Delegable {
+				if policy := policyString(d.Record.Pool, p); policy != "" {
+					parts = append(parts, "policy "+policy)
+				}
 			}
 			details = strings.Join(parts, "; ")
 		}

@@ -49,7 +49,7 @@ does: in --kubeconfig, else in $KUBECONFIG, else in ~/.kube/config.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newRegistryListCommand(), newRegistryWhoisCommand(), newRegistryClaimCommand(), newRegistryReleaseCommand())
+	cmd.AddCommand(newRegistryListCommand(), newRegistryWhoisCommand(), newRegistryPoolsCommand(), newRegistryClaimCommand(), newRegistryReleaseCommand())
 	// The root's help lists its flags, which are not this command's.
 	cmd.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
 		fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nUsage:\n  %s <command> [--kubeconfig=FILE] [flags]\n\nCommands:\n", cmd.Long, cmd.CommandPath())

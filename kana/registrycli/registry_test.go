@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -94,6 +95,50 @@ func TestRegistryBadArguments(t *testing.T) {
 		{name: "empty --field-manager", args: []string{"registry", "claim", "a", "10.0.0.0/8", "--field-manager=", kubeconfig}, wantErr: []string{"--field-manager must not be empty; leave it out for the default"}},
 		{name: "claim -o wide", args: []string{"registry", "claim", "a", "10.0.0.0/8", "-o", "wide", kubeconfig}, wantErr: []string{`-o: unknown output format "wide"`}},
 		{name: "claim zero timeout", args: []string{"registry", "claim", "a", "10.0.0.0/8", "--timeout=0s", kubeconfig}, wantErr: []string{"--timeout must be positive"}},
+
+		// The pool policy: only with --delegable, and checked by the
+		// API's validation, named by its flag.
+		{name: "policy without --delegable", args: []string{"registry", "claim", "org", "10.0.0.0/8", "--min-prefix-length=16", kubeconfig},
+			wantErr: []string{"--min-prefix-length sets how a delegable record hands out its space: add --delegable, e.g. claim org 10.0.0.0/8 --delegable --min-prefix-length 16"}},
+		{name: "reservation of a pool record without --delegable", args: []string{"registry", "claim", "a", "--from=org", "--prefix-length=16", "--reserve=10.0.0.0/24=gw", kubeconfig},
+			wantErr: []string{"--reserve sets how a delegable record hands out its space: add --delegable, e.g. claim a --from org --prefix-length 16 --delegable --reserve 10.0.0.0/24=gw"}},
+		{name: "--min-prefix-length as short as the prefix", args: []string{"registry", "claim", "org", "10.0.0.0/8", "--delegable", "--min-prefix-length=8", kubeconfig},
+			wantErr: []string{"--min-prefix-length 8: must be the length of a sub-prefix of this record, longer than its own: write 9 to 32"}},
+		{name: "--min-prefix-length for two families", args: []string{"registry", "claim", "org", "10.0.0.0/8", "fd00::/32", "--delegable", "--min-prefix-length=16", kubeconfig},
+			wantErr: []string{"--min-prefix-length 16 (for PREFIX fd00::/32): must be the length of a sub-prefix of this record, longer than its own: write 33 to 128"}},
+		{name: "--max-prefix-length below --min-prefix-length", args: []string{"registry", "claim", "org", "10.0.0.0/8", "--delegable", "--min-prefix-length=24", "--max-prefix-length=16", kubeconfig},
+			wantErr: []string{"--max-prefix-length 16: must not be shorter than minPrefixLength 24"}},
+		{name: "--max-prefix-length of a pool record", args: []string{"registry", "claim", "a", "--from=org", "--prefix-length=16", "--delegable", "--max-prefix-length=16", kubeconfig},
+			wantErr: []string{"--max-prefix-length 16: must be the length of a sub-prefix of this record, longer than its own: write 17 to 128"}},
+		{name: "--max-prefix-length zero", args: []string{"registry", "claim", "org", "10.0.0.0/8", "--delegable", "--max-prefix-length=0", kubeconfig},
+			wantErr: []string{"--max-prefix-length 0: write the length of the smallest sub-prefix to hand out, e.g. 24, or leave the flag out for no limit"}},
+		{name: "--max-records-per-claim zero", args: []string{"registry", "claim", "org", "10.0.0.0/8", "--delegable", "--max-records-per-claim=0", kubeconfig},
+			wantErr: []string{"--max-records-per-claim 0: write 1 to 64, or leave the flag out for no limit"}},
+		{name: "--max-records-per-claim too many", args: []string{"registry", "claim", "org", "10.0.0.0/8", "--delegable", "--max-records-per-claim=65", kubeconfig},
+			wantErr: []string{"--max-records-per-claim 65: must be 1 to 64"}},
+		{name: "--reserve not a prefix", args: []string{"registry", "claim", "org", "10.0.0.0/8", "--delegable", "--reserve=10.255.0.300/16=gw", kubeconfig},
+			wantErr: []string{`--reserve "10.255.0.300/16": write an IPv4 or IPv6 prefix such as 10.255.0.0/16`}},
+		{name: "--reserve outside the prefix", args: []string{"registry", "claim", "org", "10.0.0.0/8", "--delegable", "--reserve=10.255.0.0/16", "--reserve=11.0.0.0/16=gw", kubeconfig},
+			wantErr: []string{`--reserve "11.0.0.0/16=gw": must lie strictly inside the record's prefix 10.0.0.0/8: write a sub-prefix of it, e.g. 10.0.0.0/16`}},
+		{name: "--reserve overlapping", args: []string{"registry", "claim", "org", "10.0.0.0/8", "--delegable", "--reserve=10.0.0.0/16", "--reserve=10.0.0.0/24", kubeconfig},
+			wantErr: []string{`--reserve "10.0.0.0/24": overlaps reservations[0] 10.0.0.0/16: reserve the larger range alone`}},
+		{name: "--reserve host bits", args: []string{"registry", "claim", "org", "10.0.0.0/8", "--delegable", "--reserve=10.0.0.1/16", kubeconfig},
+			wantErr: []string{`--reserve "10.0.0.1/16": must be a canonical prefix (no host bits set, shortest form): write 10.0.0.0/16`}},
+		{name: "--reserve description too long", args: []string{"registry", "claim", "org", "10.0.0.0/8", "--delegable", "--reserve=10.0.0.0/16=" + strings.Repeat("x", 256), kubeconfig},
+			wantErr: []string{"--reserve: Too long: may not be more than 255 bytes"}},
+		{name: "--reserve of a pool record", args: []string{"registry", "claim", "a", "--from=org", "--prefix-length=16", "--delegable", "--reserve=10.0.0.0/24", kubeconfig},
+			wantErr: []string{`--reserve "10.0.0.0/24": a record whose prefix the registry chooses cannot know its reservations in advance`}},
+		{name: "--reuse-grace-period negative", args: []string{"registry", "claim", "org", "10.0.0.0/8", "--delegable", "--reuse-grace-period=-1h", kubeconfig},
+			wantErr: []string{"--reuse-grace-period -1h0m0s: must not be negative: write e.g. 1h, or 0 to reuse a released sub-prefix at once"}},
+		{name: "--reuse-grace-period beyond 30 days", args: []string{"registry", "claim", "org", "10.0.0.0/8", "--delegable", "--reuse-grace-period=721h", kubeconfig},
+			wantErr: []string{"--reuse-grace-period 721h0m0s: must be at most 720h (30 days): write e.g. 24h"}},
+		{name: "--reuse-grace-period not whole seconds", args: []string{"registry", "claim", "org", "10.0.0.0/8", "--delegable", "--reuse-grace-period=1.5s", kubeconfig},
+			wantErr: []string{"--reuse-grace-period 1.5s: must be whole seconds, as the API counts it: write e.g. 2s"}},
+		{name: "--reuse-grace-period not a duration", args: []string{"registry", "claim", "org", "10.0.0.0/8", "--delegable", "--reuse-grace-period=1 hour", kubeconfig},
+			wantErr: []string{`invalid argument "1 hour" for "--reuse-grace-period"`}},
+
+		{name: "pools with an argument", args: []string{"registry", "pools", "org-pods", kubeconfig}, wantErr: []string{`unknown command "org-pods"`}},
+		{name: "pools -o wide", args: []string{"registry", "pools", kubeconfig, "-o", "wide"}, wantErr: []string{`-o: unknown output format "wide"`}},
 
 		{name: "release without a name", args: []string{"registry", "release", kubeconfig}, wantErr: []string{"release takes one NetworkClaim name, e.g. release cluster-a; got 0 arguments"}},
 		{name: "release two", args: []string{"registry", "release", "a", "b", kubeconfig}, wantErr: []string{"got 2 arguments"}},
@@ -237,6 +282,13 @@ func TestRegistryHelp(t *testing.T) {
 			"--from-prefix", "--delegable", "--field-manager", "exits 1, after printing, when some", "-o json or -o yaml prints the NetworkClaim",
 		}},
 		{args: []string{"registry", "release", "--help"}, want: []string{"registry release NAME [--kubeconfig=FILE]", "stay theirs"}},
+		{args: []string{"registry", "--help"}, want: []string{"pools "}},
+		{args: []string{"registry", "pools", "--help"}, want: []string{
+			"registry pools [--kubeconfig=FILE]", "LARGEST FREE", "+N more", "/16-/24, 2 per claim, 1 reserved, grace 1h", "7.92e28", "--timeout", "-o, --output",
+		}},
+		{args: []string{"registry", "claim", "--help"}, want: []string{
+			"--min-prefix-length", "--max-prefix-length", "--max-records-per-claim", "--reserve", "--reuse-grace-period", "PoolPolicy", "ReuseGracePeriod",
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -441,6 +493,86 @@ func TestPrintListPools(t *testing.T) {
 	}
 }
 
+// policyClaims are a pool with a policy, and a claim whose records it
+// refuses or rests.
+func policyClaims() []*v1alpha1.NetworkClaim {
+	n := func(v int32) *int32 { return &v }
+	hour := int64(3600)
+	unavailable := func(name, prefix, reason, message string) v1alpha1.AddressSpaceStatus {
+		return v1alpha1.AddressSpaceStatus{Name: name, Prefix: prefix, Status: v1alpha1.AllocationUnavailable, Date: registryDecidedAt, Reason: reason, Message: message}
+	}
+	return []*v1alpha1.NetworkClaim{
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: "org-pods"},
+			Spec: v1alpha1.NetworkClaimSpec{AddressSpace: []v1alpha1.AddressSpaceRecord{
+				{Prefix: "10.0.0.0/8", Delegable: true, Description: "pods of the org", Pool: &v1alpha1.PoolPolicy{
+					MinPrefixLength: n(16), MaxPrefixLength: n(24), MaxRecordsPerClaim: n(2),
+					Reservations: []v1alpha1.PoolReservation{{Prefix: "10.255.0.0/16"}}, ReuseGracePeriodSeconds: &hour,
+				}},
+				// An empty policy is none.
+				{Prefix: "fd00::/32", Delegable: true, Pool: &v1alpha1.PoolPolicy{}},
+			}},
+			Status: v1alpha1.NetworkClaimStatus{AddressSpace: []v1alpha1.AddressSpaceStatus{
+				{Prefix: "10.0.0.0/8", Delegable: true, Status: v1alpha1.AllocationAllocated, Date: registryDecidedAt},
+				{Prefix: "fd00::/32", Delegable: true, Status: v1alpha1.AllocationAllocated, Date: registryDecidedAt},
+			}},
+		},
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: "alpha"},
+			Spec: v1alpha1.NetworkClaimSpec{AddressSpace: []v1alpha1.AddressSpaceRecord{
+				{Name: "big", From: &v1alpha1.PrefixSource{Claim: "org-pods"}, PrefixLength: n(12)},
+				{Name: "third", From: &v1alpha1.PrefixSource{Claim: "org-pods"}, PrefixLength: n(16)},
+				{Prefix: "10.1.0.0/16", From: &v1alpha1.PrefixSource{Claim: "org-pods"}},
+			}},
+			Status: v1alpha1.NetworkClaimStatus{AddressSpace: []v1alpha1.AddressSpaceStatus{
+				unavailable("big", "", v1alpha1.ReasonPoolPolicy, "a /12 is larger than the /16 to /24 that 10.0.0.0/8 of NetworkClaim org-pods hands out"),
+				unavailable("third", "", v1alpha1.ReasonPoolPolicy, "NetworkClaim alpha already holds 2 records from 10.0.0.0/8 of NetworkClaim org-pods, its maxRecordsPerClaim"),
+				unavailable("", "10.1.0.0/16", v1alpha1.ReasonReuseGracePeriod,
+					"10.1.0.0/16 was released by NetworkClaim beta-pods-v4 and rests until 2026-11-23T05:18:40Z, the reuse grace period of 10.0.0.0/8 of NetworkClaim org-pods"),
+			}},
+		},
+	}
+}
+
+// What registry claim says, when it exits 1, that the unavailable records
+// wait for.
+func TestWaitingFor(t *testing.T) {
+	const (
+		space  = "the registry allocates them when the space they wait for is free"
+		grace  = "a record waiting for a released prefix to rest (ReuseGracePeriod) gets it when the pool's reuse grace period ends"
+		policy = "a record refused by its pool's policy (PoolPolicy) waits until it fits the policy, which registry pools shows"
+	)
+	refused := policyClaims()[1]
+	tests := []struct {
+		name  string
+		claim *v1alpha1.NetworkClaim
+		want  string
+	}{
+		{name: "conflict", claim: registryClaims()[0], want: space},
+		{name: "pool not found", claim: delegationClaims()[1], want: space},
+		{name: "policy and grace", claim: refused, want: grace + "; " + policy},
+		{name: "policy only", claim: func() *v1alpha1.NetworkClaim {
+			c := refused.DeepCopy()
+			c.Spec.AddressSpace, c.Status.AddressSpace = c.Spec.AddressSpace[:1], c.Status.AddressSpace[:1]
+			return c
+		}(), want: policy},
+		{name: "grace and a conflict", claim: func() *v1alpha1.NetworkClaim {
+			c := refused.DeepCopy()
+			c.Spec.AddressSpace, c.Status.AddressSpace = c.Spec.AddressSpace[2:], c.Status.AddressSpace[2:]
+			c.Spec.AddressSpace = append(c.Spec.AddressSpace, v1alpha1.AddressSpaceRecord{Prefix: "10.96.0.0/16"})
+			c.Status.AddressSpace = append(c.Status.AddressSpace, v1alpha1.AddressSpaceStatus{Prefix: "10.96.0.0/16", Status: v1alpha1.AllocationUnavailable, Reason: v1alpha1.ReasonConflict})
+			return c
+		}(), want: space + "; " + grace},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := waitingFor(networkregistry.Decisions(tc.claim)); got != tc.want {
+				t.Errorf("waitingFor = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // claim prints one row per record of the claim, with the registry's
 // decision, or the claim itself as JSON or YAML.
 func TestPrintClaim(t *testing.T) {
@@ -466,6 +598,19 @@ func TestPrintClaim(t *testing.T) {
 			"RECORD    PREFIX        STATUS        REASON         DETAILS",
 			"pods-v4   10.1.0.0/16   Allocated     -              from org-pods 10.0.0.0/8; pods of cluster b",
 			"pods-v6   -             Unavailable   PoolNotFound   NetworkClaim org-pods holds no allocated delegable prefix that can hold a /48",
+		}},
+		// A delegable record shows its policy; records the policy
+		// refuses, or that wait for a prefix to rest, say why.
+		{name: "pool policy", claim: policyClaims()[0], want: []string{
+			"RECORD    PREFIX       STATUS      REASON    DETAILS",
+			"-         10.0.0.0/8   Allocated   -         pods of the org; policy /16-/24, 2 per claim, 1 reserved, grace 1h",
+			"-         fd00::/32    Allocated   -         ",
+		}},
+		{name: "refused by the policy", claim: policyClaims()[1], want: []string{
+			"RECORD    PREFIX        STATUS        REASON             DETAILS",
+			"big       -             Unavailable   PoolPolicy         a /12 is larger than the /16 to /24 that 10.0.0.0/8 of NetworkClaim org-pods hands out",
+			"third     -             Unavailable   PoolPolicy         NetworkClaim alpha already holds 2 records from 10.0.0.0/8 of NetworkClaim org-pods, its maxRecordsPerClaim",
+			"-         10.1.0.0/16   Unavailable   ReuseGracePeriod   10.1.0.0/16 was released by NetworkClaim beta-pods-v4 and rests until 2026-11-23T05:18:40Z, the reuse grace period of 10.0.0.0/8 of NetworkClaim org-pods",
 		}},
 		{name: "exact prefixes", claim: conflict, want: []string{
 			"RECORD    PREFIX             STATUS        REASON     DETAILS",
@@ -560,17 +705,23 @@ func TestPrintJSON(t *testing.T) {
 			if err := printJSON(&out, tc.records); err != nil {
 				t.Fatal(err)
 			}
-			var compact, want bytes.Buffer
-			if err := json.Compact(&compact, out.Bytes()); err != nil {
-				t.Fatalf("output is not JSON: %v\n%s", err, out.String())
-			}
-			if err := json.Compact(&want, []byte(tc.want)); err != nil {
-				t.Fatal(err)
-			}
-			if compact.String() != want.String() {
-				t.Errorf("JSON:\n%s\nwant:\n%s", compact.String(), want.String())
-			}
+			checkJSON(t, out.Bytes(), tc.want)
 		})
+	}
+}
+
+// checkJSON compares JSON output with want, both compacted.
+func checkJSON(t *testing.T, out []byte, want string) {
+	t.Helper()
+	var compact, wantCompact bytes.Buffer
+	if err := json.Compact(&compact, out); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if err := json.Compact(&wantCompact, []byte(want)); err != nil {
+		t.Fatal(err)
+	}
+	if compact.String() != wantCompact.String() {
+		t.Errorf("JSON:\n%s\nwant:\n%s", compact.String(), wantCompact.String())
 	}
 }
 
@@ -686,6 +837,78 @@ func TestRegistryAgainstControlPlane(t *testing.T) {
 
 	testRegistryClaimAndRelease(t, kubeconfig)
 	testRegistryClaimFromPool(t, kubeconfig)
+	testRegistryPools(t, kubeconfig)
+}
+
+// registry claim --delegable applies a pool policy, and registry pools
+// lists every pool with it and its tenants. The control plane holds lb's
+// and org's delegable prefixes from the tests before. The figures are the
+// allocator's to write: any value matches, "-" too.
+func testRegistryPools(t *testing.T, kubeconfig string) {
+	stdout, stderr, err := runSplit(t, "registry", "claim", "tenant-pool", "100.64.0.0/10", "--delegable", "--min-prefix-length=16", "--max-prefix-length=24",
+		"--max-records-per-claim=2", "--reserve=100.127.0.0/16=infrastructure", "--reserve=100.126.0.0/16", "--reuse-grace-period=1h", kubeconfig)
+	want := [][]string{
+		{"RECORD", "PREFIX", "STATUS", "REASON", "DETAILS"},
+		{"-", "100.64.0.0/10", "Allocated", "-", "policy /16-/24, 2 per claim, 2 reserved, grace 1h"},
+	}
+	if err != nil || !rowsMatch(tableRows(stdout), want) {
+		t.Fatalf("registry claim tenant-pool with a policy: %v\n%s%s", err, stdout, stderr)
+	}
+	stdout, stderr, err = runSplit(t, "registry", "claim", "tenant-pool", "100.64.0.0/10", "--delegable", "--min-prefix-length=16", "--max-prefix-length=24",
+		"--max-records-per-claim=2", "--reserve=100.127.0.0/16=infrastructure", "--reserve=100.126.0.0/16", "--reuse-grace-period=1h", kubeconfig, "-o", "yaml")
+	if err != nil {
+		t.Fatalf("registry claim tenant-pool -o yaml: %v\n%s", err, stderr)
+	}
+	var claim v1alpha1.NetworkClaim
+	if err := yaml.UnmarshalStrict([]byte(stdout), &claim); err != nil {
+		t.Fatalf("registry claim -o yaml: %v\n%s", err, stdout)
+	}
+	n := func(v int32) *int32 { return &v }
+	hour := int64(3600)
+	wantPolicy := &v1alpha1.PoolPolicy{
+		MinPrefixLength: n(16), MaxPrefixLength: n(24), MaxRecordsPerClaim: n(2),
+		Reservations:            []v1alpha1.PoolReservation{{Prefix: "100.127.0.0/16", Description: "infrastructure"}, {Prefix: "100.126.0.0/16"}},
+		ReuseGracePeriodSeconds: &hour,
+	}
+	if got := claim.Spec.AddressSpace[0].Pool; !reflect.DeepEqual(got, wantPolicy) {
+		t.Errorf("the stored policy: %+v, want %+v\n%s", got, wantPolicy, stdout)
+	}
+
+	stdout, stderr, err = runSplit(t, "registry", "claim", "tenant-a", "--from=tenant-pool", "--prefix-length=16", kubeconfig)
+	if err != nil || !rowsMatch(tableRows(stdout), [][]string{{"RECORD", "PREFIX", "STATUS", "REASON", "DETAILS"}, {"tenant-pool", "100.64.0.0/16", "Allocated", "-", "from tenant-pool 100.64.0.0/10"}}) {
+		t.Fatalf("registry claim tenant-a: %v\n%s%s", err, stdout, stderr)
+	}
+
+	stdout, stderr, err = runSplit(t, "registry", "pools", kubeconfig)
+	if err != nil {
+		t.Fatalf("registry pools: %v\n%s", err, stderr)
+	}
+	want = [][]string{
+		{"CLAIM", "PREFIX", "USED", "ALLOCATED", "RESERVED", "FREE", "LARGEST FREE", "SUB-PREFIXES", "TENANTS", "POLICY"},
+		{"lb", "198.20.0.0/16", "*", "*", "*", "*", "*", "*", "<none>", "<none>"},
+		{"lb", "198.21.0.0/16", "*", "*", "*", "*", "*", "*", "<none>", "<none>"},
+		// cluster-a, which took from it, is released; node-1 took from
+		// cluster-a.
+		{"org", "10.0.0.0/8", "*", "*", "*", "*", "*", "*", "<none>", "<none>"},
+		{"org", "fd00::/32", "*", "*", "*", "*", "*", "*", "<none>", "<none>"},
+		{"tenant-pool", "100.64.0.0/10", "*", "*", "*", "*", "*", "*", "tenant-a", "/16-/24, 2 per claim, 2 reserved, grace 1h"},
+	}
+	if !rowsMatch(tableRows(stdout), want) {
+		t.Errorf("registry pools:\n%s", stdout)
+	}
+
+	stdout, _, err = runSplit(t, "registry", "pools", kubeconfig, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pools []poolRecord
+	if err := json.Unmarshal([]byte(stdout), &pools); err != nil || len(pools) != 5 {
+		t.Fatalf("registry pools -o json: %v\n%s", err, stdout)
+	}
+	if got := pools[4]; got.Claim != "tenant-pool" || !reflect.DeepEqual(got.Policy, wantPolicy) || !slices.Equal(got.Tenants, []string{"tenant-a"}) ||
+		!reflect.DeepEqual(got.SubPrefixes, []v1alpha1.ClaimedPrefix{{Claim: "tenant-a", Prefix: "100.64.0.0/16"}}) {
+		t.Errorf("registry pools -o json, tenant-pool: %+v", got)
+	}
 }
 
 // registry claim applies, waits and says what the registry decided;
