@@ -91,7 +91,15 @@ func (g APIGroup) validate() error {
 // --disable-admission-plugins know it by Name.
 type AdmissionPlugin struct {
 	Name string
-	New  admission.Factory
+	// New builds the plugin. The server initializes it as it does
+	// upstream's: a plugin that implements an interface of
+	// k8s.io/apiserver/pkg/admission/initializer gets what it asks for
+	// (WantsUnconditionalAuthorizer or WantsAuthorizer: the server's
+	// authorizer, RBAC included; WantsExternalKubeClientSet,
+	// WantsExternalKubeInformerFactory, WantsFeatures, ...), and one that
+	// implements admission.InitializationValidator is validated then, so
+	// a plugin left without what it needs fails the start.
+	New admission.Factory
 	// DefaultOff leaves the plugin off unless --enable-admission-plugins names it.
 	DefaultOff bool
 	// Before is the plugin it runs before. Empty: before

@@ -1,7 +1,7 @@
 // Package kana is the NetworkClaim registry of the "Kubernetes Assigned
 // Numbers Authority" proposal, as a plug-in of the generic control plane:
-// the networking.x-k8s.io API group, the admission plugin that guards the
-// well-known claims, the RBAC that comes with the API, the allocation
+// the networking.x-k8s.io API group, the admission plugins that guard the
+// well-known claims and the use of pools, the RBAC that comes with the API, the allocation
 // controller and the KANA feature gate. Install adds them through the
 // public extension points of package controlplane, as any distribution
 // adds its own; the generic layer knows nothing of them.
@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controllers/allocation"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
+	"sigs.k8s.io/sample-generic-controlplane/kana/admission/pooluse"
 	"sigs.k8s.io/sample-generic-controlplane/kana/admission/wellknownclaims"
 	"sigs.k8s.io/sample-generic-controlplane/kana/registry/networkclaim"
 )
@@ -36,6 +37,10 @@ func Install(o *controlplane.Options) error {
 		o.AddAdmissionPlugin(controlplane.AdmissionPlugin{
 			Name: wellknownclaims.PluginName,
 			New:  func(io.Reader) (admission.Interface, error) { return wellknownclaims.New(), nil },
+		}),
+		o.AddAdmissionPlugin(controlplane.AdmissionPlugin{
+			Name: pooluse.PluginName,
+			New:  func(io.Reader) (admission.Interface, error) { return pooluse.New(), nil },
 		}),
 		o.AddBootstrap(policy()),
 	}

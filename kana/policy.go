@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking"
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
+	"sigs.k8s.io/sample-generic-controlplane/kana/admission/pooluse"
 )
 
 const (
@@ -28,7 +29,11 @@ const (
 // policy is the RBAC that comes with the NetworkClaim API, applied at every
 // start while the API is served: reading claims joins the view role (and so
 // edit and admin, which aggregate it), writing them joins edit and admin.
-// The allocation controller's role comes with its descriptor.
+// So does use, which takes address space from a claim's delegable records
+// (the NetworkClaimPoolUse admission plugin): whoever could draw from pools
+// before use was checked, by edit or admin, still can. The allocation
+// controller writes only status and needs no use; its role comes with its
+// descriptor.
 func policy() bootstrap.Bootstrap {
 	group := networking.GroupName
 	return bootstrap.Bootstrap{
@@ -39,7 +44,7 @@ func policy() bootstrap.Bootstrap {
 				WithRules(rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources("networkclaims", "networkclaims/status").WithVerbs("get", "list", "watch")),
 			rbacv1ac.ClusterRole("system:aggregate-to-edit:networkclaims").
 				WithLabels(map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true", "rbac.authorization.k8s.io/aggregate-to-admin": "true"}).
-				WithRules(rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources("networkclaims").WithVerbs("create", "update", "patch", "delete", "deletecollection")),
+				WithRules(rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources("networkclaims").WithVerbs("create", "update", "patch", "delete", "deletecollection", pooluse.Verb)),
 		},
 		Apply:             removeWellKnownPolicy,
 		RequiredResources: []schema.GroupVersionResource{networkingv1alpha1.SchemeGroupVersion.WithResource("networkclaims")},

@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	cliflag "k8s.io/component-base/cli/flag"
 
@@ -372,7 +374,7 @@ func (o *claimOptions) run(ctx context.Context, out io.Writer, name string, reco
 		if errors.Is(context.Cause(ctx), errRegistryTimeout) {
 			return fmt.Errorf("NetworkClaim %s was not applied within --timeout=%s: raise --timeout or check the server %s", name, o.timeout, config.Host)
 		}
-		return err
+		return o.explainForbidden(err)
 	}
 	// The one claim is watched, not the whole registry, which may hold
 	// 100,000.
@@ -395,6 +397,24 @@ func (o *claimOptions) run(ctx context.Context, out io.Writer, name string, reco
 			name, n, len(decisions), waitingFor(decisions), name)
 	}
 	return nil
+}
+
+// explainForbidden says, of a refused claim, what the user may ask the
+// registry's admin for: the verb use on the --from claim when the
+// NetworkClaimPoolUse admission plugin refused a record's from (its
+// FieldValueForbidden cause on from.claim), or the right to write claims.
+func (o *claimOptions) explainForbidden(err error) error {
+	var status apierrors.APIStatus
+	if !apierrors.IsForbidden(err) || !errors.As(err, &status) {
+		return err
+	}
+	if details := status.Status().Details; details != nil && slices.ContainsFunc(details.Causes, func(c metav1.StatusCause) bool {
+		return c.Type == metav1.CauseTypeForbidden && strings.HasSuffix(c.Field, ".from.claim")
+	}) {
+		pool := cmp.Or(o.from, "CLAIM")
+		return fmt.Errorf("%w; ask the registry's admin for the verb use on NetworkClaim %s (a ClusterRole with the rule {apiGroups: [networking.x-k8s.io], resources: [networkclaims], resourceNames: [%s], verbs: [use]}, bound to you), or take from a claim you may use", err, pool, pool)
+	}
+	return fmt.Errorf("%w; ask the registry's admin for create and patch on networkclaims (the edit ClusterRole has them)", err)
 }
 
 func countNotAllocated(decisions []networkregistry.Decision) int {

@@ -269,6 +269,57 @@ func startFakeServer(t *testing.T, handler http.HandlerFunc) fakeServer {
 	return fakeServer{server: server, host: server.URL, kubeconfig: path}
 }
 
+// What registry claim says when the server refuses the claim: which verb
+// to ask the registry's admin for. The fake servers answer as the API
+// server does: NetworkClaimPoolUse names the refused from.claim in a cause,
+// RBAC names none.
+func TestRegistryClaimForbidden(t *testing.T) {
+	refuse := func(causes ...metav1.StatusCause) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			status := metav1.Status{
+				TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+				Status:   metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,
+				Message: `networkclaims.networking.x-k8s.io "cluster-a" is forbidden: refused`,
+				Details: &metav1.StatusDetails{Name: "cluster-a", Group: "networking.x-k8s.io", Kind: "networkclaims", Causes: causes},
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			if err := json.NewEncoder(w).Encode(status); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	noUse := startFakeServer(t, refuse(metav1.StatusCause{Type: metav1.CauseTypeForbidden, Field: "spec.addressSpace[0].from.claim"}))
+	noWrite := startFakeServer(t, refuse())
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{
+			name: "no use of the pool",
+			args: []string{"registry", "claim", "cluster-a", "--from=org-pods", "--prefix-length=16", "--kubeconfig=" + noUse.kubeconfig},
+			wantErr: `claiming NetworkClaim cluster-a: networkclaims.networking.x-k8s.io "cluster-a" is forbidden: refused; ` +
+				`ask the registry's admin for the verb use on NetworkClaim org-pods (a ClusterRole with the rule {apiGroups: [networking.x-k8s.io], resources: [networkclaims], resourceNames: [org-pods], verbs: [use]}, bound to you), or take from a claim you may use`,
+		},
+		{
+			name: "no right to write claims",
+			args: []string{"registry", "claim", "cluster-a", "10.96.0.0/12", "--kubeconfig=" + noWrite.kubeconfig},
+			wantErr: `claiming NetworkClaim cluster-a: networkclaims.networking.x-k8s.io "cluster-a" is forbidden: refused; ` +
+				`ask the registry's admin for create and patch on networkclaims (the edit ClusterRole has them)`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("KUBERNETES_SERVICE_HOST", "") // not in a pod
+			stdout, _, err := runSplit(t, tc.args...)
+			if err == nil || err.Error() != tc.wantErr {
+				t.Fatalf("%q: %v, stdout %q\nwant error %q", tc.args, err, stdout, tc.wantErr)
+			}
+		})
+	}
+}
+
 func TestRegistryHelp(t *testing.T) {
 	tests := []struct {
 		args []string

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -172,6 +174,37 @@ func testUpgrade(t *testing.T, fixture string) {
 		// its holder releases the prefix.
 		kubectl(t, c, "delete", "networkclaim", "pod-network")
 		kubectl(t, c, "wait", "--for=condition=Ready", "networkclaim/late-cni", "--timeout=30s")
+	})
+
+	// Taking space from a pool takes use on it now. The previous release
+	// stored the edit aggregation without use; this start adds it, so a
+	// user bound to edit still draws from pools, with no new binding.
+	t.Run("use of pools", func(t *testing.T) {
+		kubectl(t, c, "create", "clusterrolebinding", "upgrade-editor", "--clusterrole=edit", "--user=upgrade-editor")
+		kubectlWithStdin(t, c, `apiVersion: networking.x-k8s.io/v1alpha1
+kind: NetworkClaim
+metadata: {name: upgrade-pool}
+spec:
+  addressSpace:
+  - {prefix: 172.20.0.0/16, delegable: true}
+`, "apply", "-f", "-")
+		taker := `apiVersion: networking.x-k8s.io/v1alpha1
+kind: NetworkClaim
+metadata: {name: upgrade-taker}
+spec:
+  addressSpace:
+  - {name: pods, from: {claim: upgrade-pool}, prefixLength: 24}
+`
+		// Until the binding, and use in edit, take effect: the
+		// aggregation controller adds use to edit a moment after the start.
+		var last kubectlResult
+		if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, specTimeout, true, func(context.Context) (bool, error) {
+			last = runKubectl(t, c, taker, "--as=upgrade-editor", "create", "-f", "-")
+			return last.ExitCode == 0, nil
+		}); err != nil {
+			t.Fatalf("a user bound to edit takes from a pool after the upgrade: %v; kubectl's last stderr:\n%s", err, last.Stderr)
+		}
+		kubectl(t, c, "wait", "--for=condition=Ready", "networkclaim/upgrade-taker", "--timeout=30s")
 	})
 
 	// And the upgraded data dir survives a graceful restart unrepaired.
