@@ -39,7 +39,15 @@ func (l *ledger) cool(r *record) {
 		list = list[n:]
 	}
 	l.cooling[pool] = list
+	l.coolingChanged(pool)
+}
+
+// coolingChanged notes a change of a pool's cooling list. Its count is
+// made again at the next status write, whatever its budget: the status
+// shows the list, and its figures must agree with it.
+func (l *ledger) coolingChanged(pool *record) {
 	l.poolChanged(pool)
+	delete(l.usage, pool)
 }
 
 // coolingFor returns the cooling sub-prefix of pool that p overlaps and
@@ -72,7 +80,7 @@ func (l *ledger) expire() []change {
 			l.cooling[pool] = list[n:]
 		}
 		delete(l.full, pool) // first fit must look at the space again
-		l.poolChanged(pool)
+		l.coolingChanged(pool)
 		pools = append(pools, pool.claim)
 	}
 	if len(pools) == 0 {

@@ -118,3 +118,25 @@ func TestPoolUsageIsCountedWithinItsBudget(t *testing.T) {
 		t.Error("staleUsage after a fresh count")
 	}
 }
+
+// A change of the cooling list is counted at once: the status shows the
+// list and its figures together.
+func TestPoolUsageAgreesWithItsCoolingList(t *testing.T) {
+	now := t0
+	l := newLedger(func() time.Time { return now })
+	l.sync(spec("org", 1, exact("10.0.0.0/8").delegable().withPolicy(poolPolicy{grace: time.Minute})))
+	org := l.claims["org"].records[exact("10.0.0.0/8").key]
+	l.sync(spec("a", 2, pool("p", "org", 16)))
+	if u := l.usageOf(org); u.allocated.Int64() != 1<<16 {
+		t.Fatalf("allocated %s, want 65536", u.allocated)
+	}
+	l.forget("a", "")
+	if u := l.usageOf(org); u.cooling.Int64() != 1<<16 || u.allocated.Sign() != 0 || len(l.cooling[org]) != 1 {
+		t.Errorf("right after a release: cooling %s, allocated %s, %d cooling prefixes; want 65536, 0, 1", u.cooling, u.allocated, len(l.cooling[org]))
+	}
+	now = now.Add(time.Minute)
+	l.expire()
+	if u := l.usageOf(org); u.cooling.Sign() != 0 || u.free.Cmp(u.size) != 0 {
+		t.Errorf("after the grace period: cooling %s, free %s of %s", u.cooling, u.free, u.size)
+	}
+}
