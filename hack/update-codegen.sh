@@ -93,6 +93,7 @@ kube::codegen::gen_openapi \
 kube::codegen::gen_client \
     --with-watch \
     --with-applyconfig \
+    --prefers-protobuf \
     --applyconfig-openapi-schema "${SCHEMA}" \
     --output-dir "${ROOT}/client" \
     --output-pkg "${MODULE}/client" \
