@@ -1,5 +1,5 @@
 // Command protoc is the part of protoc that go-to-protobuf uses, in Go, so that
-// hack/update-codegen.sh needs nothing but Go (docs/development.md, "Code
+// hack/update-codegen.sh needs nothing but Go (docs/architecture.md, "Code
 // generation"). go-to-protobuf runs
 //
 //	protoc -I DIR... --gogo_out=OUT FILE.proto
@@ -84,6 +84,8 @@ func parseArgs(args []string) (invocation, error) {
 				return inv, fmt.Errorf("%s: want --plugin=protoc-gen-NAME=PATH", arg)
 			}
 			inv.plugins[name] = path
+		case strings.HasPrefix(arg, "--descriptor_set_out=") || strings.HasPrefix(arg, "--dependency_out="):
+			return inv, fmt.Errorf("%s is not supported", arg)
 		case strings.HasPrefix(arg, "--") && strings.Contains(arg, "_out="):
 			flag, value, _ := strings.Cut(arg[2:], "=")
 			out := output{name: strings.TrimSuffix(flag, "_out"), dir: value}
