@@ -49,9 +49,9 @@ type APIGroup struct {
 	NewStorage func(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (map[string]map[string]rest.Storage, error)
 	// Protobuf is true when the versioned types have a protobuf encoding
 	// (go-to-protobuf's generated.pb.go, as k8s.io/api's types have): the
-	// group is then served in protobuf besides JSON, YAML and CBOR, and
-	// stored in the server's storage media type (--storage-media-type,
-	// protobuf by default), as built-in groups are. Without one, clients
+	// group is then served in protobuf besides JSON and YAML, and stored in
+	// the server's storage media type (--storage-media-type, protobuf by
+	// default), as built-in groups are. Without one, clients
 	// that prefer protobuf (the controllers, the loopback client) are
 	// answered in JSON, as for custom resources, and objects are stored as
 	// JSON. Either way the server reads objects stored in any of these

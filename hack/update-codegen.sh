@@ -3,7 +3,7 @@
 # apis/, and the clientset, listers, informers and apply configurations under
 # client/, with k8s.io/code-generator at the version pinned in go.mod. It needs
 # nothing but Go: protoc's part in the protobuf generation is played by
-# hack/protoc (docs/development.md, "Code generation").
+# hack/protoc (docs/architecture.md, "Code generation").
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
