@@ -55,10 +55,11 @@ ln -s "$(go list -m -f '{{.Dir}}' k8s.io/apimachinery)" "${PROTO_ROOT}/k8s.io/ap
 ln -s "${GOGO_DIR}" "${PROTO_ROOT}/github.com/gogo/protobuf"
 PROTO_PACKAGES=()
 # The packages whose doc.go asks for it, as upstream's script finds them.
-for dir in $(cd "${ROOT}" && grep -rl --include=doc.go '^// +k8s:protobuf-gen=package' apis | xargs -n1 dirname | LC_ALL=C sort -u); do
-    PROTO_PACKAGES+=("${MODULE}/${dir}")
-done
-PATH="${BIN}:${PATH}" go-to-protobuf \
+while IFS= read -r doc; do
+    PROTO_PACKAGES+=("${MODULE}/$(dirname "${doc}")")
+done < <(cd "${ROOT}" && grep -rl --include=doc.go '^// +k8s:protobuf-gen=package' apis | LC_ALL=C sort)
+# go-to-protobuf also runs gofmt, which is Go's own.
+PATH="${BIN}:$(go env GOROOT)/bin:${PATH}" go-to-protobuf \
     --go-header-file "${BOILERPLATE}" \
     --output-dir "${PROTO_ROOT}" \
     --proto-import "${PROTO_ROOT}" \

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -39,11 +37,7 @@ const serviceLocationKeys = "/registry/servicelocations/"
 // clients of either encoding, and its next write stores it as protobuf.
 func TestNetworkClaimAndServiceLocationStorage(t *testing.T) {
 	socket := startEtcd(t)
-	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{"unix://" + socket}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { etcd.Close() }) //nolint:errcheck // best effort
+	etcd := etcdClient(t, socket)
 	raw := func(key string) []byte {
 		t.Helper()
 		resp, err := etcd.Get(t.Context(), key)
