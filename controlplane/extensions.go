@@ -47,10 +47,15 @@ type APIGroup struct {
 	// scheme and optsGetter. Only the versions and resources the server
 	// serves (defaults, --runtime-config, FeatureGate) are installed.
 	NewStorage func(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (map[string]map[string]rest.Storage, error)
-	// Protobuf is true when the types have a protobuf encoding. Without
-	// one, clients that prefer protobuf (the controllers, the loopback
-	// client) are answered in JSON, as for custom resources, and objects
-	// are stored as JSON.
+	// Protobuf is true when the versioned types have a protobuf encoding
+	// (go-to-protobuf's generated.pb.go, as k8s.io/api's types have): the
+	// group is then served in protobuf besides JSON and YAML, and stored in
+	// the server's storage media type (--storage-media-type, protobuf by
+	// default), as built-in groups are. Without one, clients
+	// that prefer protobuf (the controllers, the loopback client) are
+	// answered in JSON, as for custom resources, and objects are stored as
+	// JSON. Either way the server reads objects stored in any of these
+	// encodings, so a group can turn Protobuf on with JSON data in etcd.
 	Protobuf bool
 	// FeatureGate, if set, turns the whole group off when false: then not
 	// even --runtime-config serves it (it refuses to, naming the gate).

@@ -55,6 +55,8 @@ func serviceLocationsGroup() APIGroup {
 			return nil
 		},
 		OpenAPIDefinitions: controlplaneopenapi.GetOpenAPIDefinitions,
+		// Served and stored as protobuf, as built-in groups are.
+		Protobuf: true,
 		NewStorage: func(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (map[string]map[string]rest.Storage, error) {
 			locations, err := servicelocation.NewREST(scheme, optsGetter)
 			if err != nil {
@@ -99,9 +101,10 @@ func newServiceLocationInformer(loopback *restclient.Config) (cache.SharedIndexI
 	config := restclient.CopyConfig(loopback)
 	config.GroupVersion = &v1alpha1.SchemeGroupVersion
 	config.APIPath = "/apis"
-	// Our types have no protobuf encoding.
-	config.ContentType = runtime.ContentTypeJSON
-	config.AcceptContentTypes = runtime.ContentTypeJSON
+	// Protobuf, as the loopback clients of built-in types ask for, JSON
+	// accepted.
+	config.ContentType = runtime.ContentTypeProtobuf
+	config.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	config.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
 	client, err := restclient.RESTClientFor(config)
 	if err != nil {

@@ -72,8 +72,9 @@ func APIGroup() controlplane.APIGroup {
 				networkingv1alpha1.SchemeGroupVersion.Version: {"networkclaims": claims, "networkclaims/status": status},
 			}, nil
 		},
-		// Our types have no protobuf encoding.
-		Protobuf:    false,
+		// Served and stored as protobuf, as built-in groups are
+		// (generated.pb.go); JSON is still read and served.
+		Protobuf:    true,
 		FeatureGate: KANA,
 	}
 }

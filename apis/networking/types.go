@@ -230,12 +230,12 @@ type AddressSpaceStatus struct {
 // PoolStatus is how full a delegable record is. Address counts are
 // decimal strings, as exact as the addresses: an IPv6 pool holds more
 // addresses than 64 bits can count (a /32 holds 2^96). allocated,
-// reserved, cooling and free add up to size.
+// reserved, cooling and free add up to addresses.
 type PoolStatus struct {
-	// size is the number of addresses of the record's prefix, e.g.
+	// addresses is the number of addresses of the record's prefix, e.g.
 	// "16777216" for a /8 of IPv4.
 	// +required
-	Size string `json:"size"`
+	Addresses string `json:"addresses"`
 	// allocated counts the addresses of the sub-prefixes allocated inside
 	// the record: those taken from it, and any others inside it.
 	// +required

@@ -229,7 +229,7 @@ func utilizationOf(status *v1alpha1.PoolStatus) *PoolUtilization {
 		to    **big.Int
 		value string
 	}{
-		{&out.Size, status.Size}, {&out.Allocated, status.Allocated}, {&out.Reserved, status.Reserved},
+		{&out.Size, status.Addresses}, {&out.Allocated, status.Allocated}, {&out.Reserved, status.Reserved},
 		{&out.Cooling, status.Cooling}, {&out.Free, status.Free},
 	} {
 		n, ok := new(big.Int).SetString(c.value, 10)

@@ -19,7 +19,7 @@ import (
 // addresses in decimal.
 func poolStatus(size, allocated, reserved, cooling, free string, used int32, largest string, subPrefixes, tenants int32, coolingPrefixes ...v1alpha1.CoolingPrefix) *v1alpha1.PoolStatus {
 	return &v1alpha1.PoolStatus{
-		Size: size, Allocated: allocated, Reserved: reserved, Cooling: cooling, Free: free,
+		Addresses: size, Allocated: allocated, Reserved: reserved, Cooling: cooling, Free: free,
 		UsedPercent: used, LargestFreePrefix: largest, SubPrefixes: subPrefixes, Tenants: tenants,
 		CoolingPrefixes: coolingPrefixes,
 	}

@@ -192,10 +192,8 @@ func New(client versioned.Interface, fieldManager string) *Registry {
 // NewForConfig returns a Registry that talks to the API server of config;
 // see New for fieldManager.
 func NewForConfig(config *rest.Config, fieldManager string) (*Registry, error) {
-	// NetworkClaims have no protobuf encoding; a config made for built-in
-	// types (as controllers' often are) must not ask for it.
-	config = rest.CopyConfig(config)
-	config.ContentType, config.AcceptContentTypes = "application/json", "application/json"
+	// The clientset asks for protobuf, JSON accepted, unless config names
+	// a content type: NetworkClaims are served in both.
 	client, err := versioned.NewForConfig(config)
 	if err != nil {
 		return nil, fmt.Errorf("networkregistry: client for %s: %w", config.Host, err)

@@ -27,12 +27,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	eventrecord "k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -110,9 +108,9 @@ func New(ctx context.Context, c *controller.Context) (controller.Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ShortName, err)
 	}
-	// NetworkClaims have no protobuf encoding.
-	config = rest.CopyConfig(config)
-	config.ContentType, config.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	// NetworkClaims are encoded as the manager's clients ask (protobuf,
+	// as kube-controller-manager's do), and the clientset prefers protobuf
+	// when the configuration says nothing.
 	client, err := versioned.NewForConfig(config)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ShortName, err)
@@ -490,7 +488,7 @@ func (c *Controller) reportPressure(claim *networkingv1alpha1.NetworkClaim, befo
 		case level == levelBefore:
 		case s.Pool.UsedPercent > was:
 			c.recorder.Eventf(claim, corev1.EventTypeWarning, EventPoolNearlyFull, "Pool %s is %d%% used (%s allocated, %s reserved, %s cooling, %s free of %s addresses); largest free block: %s",
-				s.Prefix, s.Pool.UsedPercent, s.Pool.Allocated, s.Pool.Reserved, s.Pool.Cooling, s.Pool.Free, s.Pool.Size, orNone(s.Pool.LargestFreePrefix))
+				s.Prefix, s.Pool.UsedPercent, s.Pool.Allocated, s.Pool.Reserved, s.Pool.Cooling, s.Pool.Free, s.Pool.Addresses, orNone(s.Pool.LargestFreePrefix))
 		case level == networkingv1alpha1.ReasonBelow80Percent:
 			c.recorder.Eventf(claim, corev1.EventTypeNormal, EventPoolUtilizationNormal, "Pool %s is %d%% used, below %d%%", s.Prefix, s.Pool.UsedPercent, pressureWarning)
 		}

@@ -80,7 +80,7 @@ func setPoolMetrics(claim string, status []networkingv1alpha1.AddressSpaceStatus
 		if s.Pool == nil {
 			continue
 		}
-		size := parseCount(s.Pool.Size)
+		size := parseCount(s.Pool.Addresses)
 		for state, count := range map[string]string{"allocated": s.Pool.Allocated, "reserved": s.Pool.Reserved, "cooling": s.Pool.Cooling, "free": s.Pool.Free} {
 			poolAddresses.WithLabelValues(claim, s.Prefix, state).Set(parseCount(count))
 		}

@@ -286,7 +286,7 @@ func largerFree(best netip.Prefix, from, to netip.Addr) netip.Prefix {
 // poolStatus renders a pool's usage and cooling list for its status.
 func poolStatus(u *poolUsage, list []cooled) *networkingv1alpha1.PoolStatus {
 	s := &networkingv1alpha1.PoolStatus{
-		Size:            u.size.String(),
+		Addresses:       u.size.String(),
 		Allocated:       u.allocated.String(),
 		Reserved:        u.reserved.String(),
 		Cooling:         u.cooling.String(),

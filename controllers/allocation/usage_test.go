@@ -28,7 +28,7 @@ func TestPoolStatus(t *testing.T) {
 			spec("b", 3, pool("p", "org", 48), pool("q", "org", 64)),
 		},
 		want: networkingv1alpha1.PoolStatus{
-			Size:              "79228162514264337593543950336", // 2^96
+			Addresses:         "79228162514264337593543950336", // 2^96
 			Allocated:         "2417870085973332058963968",     // 2 × 2^80 + 2^64
 			Reserved:          "1208925819614629174706176",     // 2^80
 			Cooling:           "0",
@@ -43,7 +43,7 @@ func TestPoolStatus(t *testing.T) {
 		pool:  exact("10.0.0.0/24").delegable(),
 		steps: []claimSpec{spec("a", 2, pool("p", "org", 25).delegable()), spec("b", 3, pool("p", "a", 26)), spec("c", 4, pool("p", "org", 27))},
 		want: networkingv1alpha1.PoolStatus{
-			Size: "256", Allocated: "160", Reserved: "0", Cooling: "0", Free: "96", UsedPercent: 62,
+			Addresses: "256", Allocated: "160", Reserved: "0", Cooling: "0", Free: "96", UsedPercent: 62,
 			LargestFreePrefix: "10.0.0.192/26", SubPrefixes: 2, Tenants: 2,
 		},
 		wantPressure: networkingv1alpha1.ReasonBelow80Percent,
@@ -52,7 +52,7 @@ func TestPoolStatus(t *testing.T) {
 		pool:  exact("10.0.0.0/24").delegable().withPolicy(poolPolicy{grace: time.Hour, reserved: prefixes("10.0.0.128/26")}),
 		steps: []claimSpec{spec("a", 2, pool("p", "org", 25)), spec("a", 3, pool("q", "org", 27)), spec("b", 4, pool("p", "org", 28))},
 		want: networkingv1alpha1.PoolStatus{
-			Size: "256", Allocated: "48", Reserved: "64", Cooling: "128", Free: "16", UsedPercent: 93,
+			Addresses: "256", Allocated: "48", Reserved: "64", Cooling: "128", Free: "16", UsedPercent: 93,
 			LargestFreePrefix: "10.0.0.240/28", SubPrefixes: 2, Tenants: 2,
 			CoolingPrefixes: []networkingv1alpha1.CoolingPrefix{{Prefix: "10.0.0.0/25", Claim: "a", ReusableAt: metav1.NewTime(t0.Add(time.Hour))}},
 		},
@@ -62,7 +62,7 @@ func TestPoolStatus(t *testing.T) {
 		pool:  exact("10.0.0.0/30").delegable(),
 		steps: []claimSpec{spec("a", 2, pool("p", "org", 31), pool("q", "org", 31))},
 		want: networkingv1alpha1.PoolStatus{
-			Size: "4", Allocated: "4", Reserved: "0", Cooling: "0", Free: "0", UsedPercent: 100, SubPrefixes: 2, Tenants: 1,
+			Addresses: "4", Allocated: "4", Reserved: "0", Cooling: "0", Free: "0", UsedPercent: 100, SubPrefixes: 2, Tenants: 1,
 		},
 		wantPressure: networkingv1alpha1.ReasonAbove95Percent,
 	}} {

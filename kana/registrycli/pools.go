@@ -139,7 +139,7 @@ func apiUtilization(u *networkregistry.PoolUtilization) *v1alpha1.PoolStatus {
 		return nil
 	}
 	out := &v1alpha1.PoolStatus{
-		Size: u.Size.String(), Allocated: u.Allocated.String(), Reserved: u.Reserved.String(), Cooling: u.Cooling.String(), Free: u.Free.String(),
+		Addresses: u.Size.String(), Allocated: u.Allocated.String(), Reserved: u.Reserved.String(), Cooling: u.Cooling.String(), Free: u.Free.String(),
 		UsedPercent: int32(u.UsedPercent), SubPrefixes: int32(u.SubPrefixes), Tenants: int32(u.Tenants),
 	}
 	if u.LargestFreePrefix.IsValid() {

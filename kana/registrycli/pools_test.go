@@ -141,18 +141,18 @@ func storyClaims() []*v1alpha1.NetworkClaim {
 		v1alpha1.AddressSpaceRecord{Prefix: "fd00::/32", Delegable: true})
 	orgPods.Status.AddressSpace = []v1alpha1.AddressSpaceStatus{
 		{Prefix: "10.0.0.0/8", Delegable: true, Status: v1alpha1.AllocationAllocated, Date: registryDecidedAt, Pool: &v1alpha1.PoolStatus{
-			Size: "16777216", Allocated: "196608", Reserved: "65536", Cooling: "65536", Free: "16449536", UsedPercent: 1,
+			Addresses: "16777216", Allocated: "196608", Reserved: "65536", Cooling: "65536", Free: "16449536", UsedPercent: 1,
 			LargestFreePrefix: "10.64.0.0/10", SubPrefixes: 3, Tenants: 3,
 			CoolingPrefixes: []v1alpha1.CoolingPrefix{{Prefix: "10.1.0.0/16", Claim: "beta-pods-v4", ReusableAt: metav1.NewTime(storyReleasedAt.Add(time.Hour))}},
 		}},
 		{Prefix: "fd00::/32", Delegable: true, Status: v1alpha1.AllocationAllocated, Date: registryDecidedAt, Pool: &v1alpha1.PoolStatus{
-			Size: "79228162514264337593543950336", Allocated: "3626777458843887524118528", Reserved: "0", Cooling: "0",
+			Addresses: "79228162514264337593543950336", Allocated: "3626777458843887524118528", Reserved: "0", Cooling: "0",
 			Free: "79224535736805493706019831808", LargestFreePrefix: "fd00:0:8000::/33", SubPrefixes: 3, Tenants: 3,
 		}},
 	}
 	orgServices := delegable("org-services", v1alpha1.AddressSpaceRecord{Prefix: "172.16.0.0/12", Delegable: true})
 	allocated(orgServices, "172.16.0.0/12", nil, &v1alpha1.PoolStatus{
-		Size: "1048576", Allocated: "12288", Reserved: "0", Cooling: "0", Free: "1036288", UsedPercent: 1,
+		Addresses: "1048576", Allocated: "12288", Reserved: "0", Cooling: "0", Free: "1036288", UsedPercent: 1,
 		LargestFreePrefix: "172.24.0.0/13", SubPrefixes: 3, Tenants: 3,
 	})
 	claims := []*v1alpha1.NetworkClaim{orgPods, orgServices}
@@ -194,11 +194,11 @@ func TestPrintPools(t *testing.T) {
 			}},
 			Status: v1alpha1.NetworkClaimStatus{AddressSpace: []v1alpha1.AddressSpaceStatus{
 				{Prefix: "192.168.0.0/16", Status: v1alpha1.AllocationAllocated, Date: registryDecidedAt, Pool: &v1alpha1.PoolStatus{
-					Size: "65536", Allocated: "53248", Reserved: "0", Cooling: "0", Free: "12288", UsedPercent: 81,
+					Addresses: "65536", Allocated: "53248", Reserved: "0", Cooling: "0", Free: "12288", UsedPercent: 81,
 					LargestFreePrefix: "192.168.224.0/19", SubPrefixes: 13, Tenants: 5,
 				}},
 				{Prefix: "198.18.0.0/24", Status: v1alpha1.AllocationAllocated, Date: registryDecidedAt, Pool: &v1alpha1.PoolStatus{
-					Size: "256", Allocated: "256", Reserved: "0", Cooling: "0", Free: "0", UsedPercent: 100, SubPrefixes: 1, Tenants: 1,
+					Addresses: "256", Allocated: "256", Reserved: "0", Cooling: "0", Free: "0", UsedPercent: 100, SubPrefixes: 1, Tenants: 1,
 				}},
 				{Prefix: "198.19.0.0/16", Status: v1alpha1.AllocationAllocated, Date: registryDecidedAt},
 			}},
@@ -270,13 +270,13 @@ func TestPrintPoolsJSON(t *testing.T) {
 		  {"claim": "org-pods", "prefix": "10.0.0.0/8",
 		   "policy": {"minPrefixLength": 16, "maxPrefixLength": 24, "maxRecordsPerClaim": 2,
 		              "reservations": [{"prefix": "10.255.0.0/16", "description": "infrastructure"}], "reuseGracePeriodSeconds": 3600},
-		   "utilization": {"size": "16777216", "allocated": "196608", "reserved": "65536", "cooling": "65536", "free": "16449536",
+		   "utilization": {"addresses": "16777216", "allocated": "196608", "reserved": "65536", "cooling": "65536", "free": "16449536",
 		                   "usedPercent": 1, "largestFreePrefix": "10.64.0.0/10", "subPrefixes": 3, "tenants": 3,
 		                   "coolingPrefixes": [{"prefix": "10.1.0.0/16", "claim": "beta-pods-v4", "reusableAt": "2026-11-23T05:18:40Z"}]},
 		   "subPrefixes": [{"claim": "alpha-pods-v4", "prefix": "10.0.0.0/16"}, {"claim": "gamma-pods-v4", "prefix": "10.2.0.0/16"}, {"claim": "delta-pods-v4", "prefix": "10.3.0.0/16"}],
 		   "tenants": ["alpha-pods-v4", "delta-pods-v4", "gamma-pods-v4"]},
 		  {"claim": "org-pods", "prefix": "fd00::/32",
-		   "utilization": {"size": "79228162514264337593543950336", "allocated": "3626777458843887524118528", "reserved": "0", "cooling": "0",
+		   "utilization": {"addresses": "79228162514264337593543950336", "allocated": "3626777458843887524118528", "reserved": "0", "cooling": "0",
 		                   "free": "79224535736805493706019831808", "usedPercent": 0, "largestFreePrefix": "fd00:0:8000::/33", "subPrefixes": 3, "tenants": 3},
 		   "subPrefixes": [{"claim": "alpha-pods-v6", "prefix": "fd00::/48"}, {"claim": "delta-pods-v6", "prefix": "fd00:0:1::/48"}, {"claim": "gamma-pods-v6", "prefix": "fd00:0:2::/48"}],
 		   "tenants": ["alpha-pods-v6", "delta-pods-v6", "gamma-pods-v6"]}

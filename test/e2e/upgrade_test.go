@@ -21,6 +21,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
+
+	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
 
 // upgradeFixtures are data dirs written by previous releases, made by
@@ -60,6 +62,11 @@ func testUpgrade(t *testing.T, fixture string) {
 	dataDir := filepath.Join(work, "data")
 	extractTarGz(t, filepath.Join(fixture, "datadir.tar.gz"), dataDir)
 	before := snapshotFiles(t, dataDir, "pki", "admin.kubeconfig")
+	// The previous release stored NetworkClaims as JSON (releases before
+	// protobuf did): the reads below decode that.
+	if db := snapshotFiles(t, dataDir, "etcd/member/snap/db")["etcd/member/snap/db"]; !bytes.Contains(db, []byte(`"kind":"NetworkClaim"`)) {
+		t.Fatalf("the fixture's etcd database holds no NetworkClaim stored as JSON")
+	}
 
 	c := startCluster(t, Spec{WorkDir: work, DataDir: dataDir, Flags: etcdInfoLogs})
 	stderr := readFile(t, c.StderrPath)
@@ -217,6 +224,43 @@ spec:
 	if got := kubectl(t, c, "-n", "upgrade", "get", "widget", "w1", "-o", "jsonpath={.spec.size}"); got != "3" {
 		t.Errorf("after the restart, widget w1 has spec.size %q, want 3", got)
 	}
+
+	// The claim written since the upgrade (its record promoted) is stored
+	// anew as protobuf, as built-in objects are; the JSON it had read above.
+	if err := provider.Stop(t.Context(), c); err != nil {
+		t.Fatalf("stop after the upgrade: %v", err)
+	}
+	if value := storedValue(t, dataDir, "/registry/networkclaims/late-cni"); !bytes.HasPrefix(value, []byte("k8s\x00")) {
+		t.Errorf("NetworkClaim late-cni, written after the upgrade, is stored as %q..., want protobuf (k8s\\x00...)", value[:min(len(value), 24)])
+	}
+}
+
+// storedValue reads key from the embedded etcd of dataDir, whose control
+// plane is stopped, by starting its member in the test.
+func storedValue(t *testing.T, dataDir, key string) []byte {
+	t.Helper()
+	// Not under dataDir: its path may exceed the 107 bytes of a unix socket's.
+	socketDir, err := os.MkdirTemp("", "upgrade-etcd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(socketDir) //nolint:errcheck // best effort
+	etcd, err := embeddedetcd.Start(embeddedetcd.Config{DataDir: filepath.Join(dataDir, "etcd"), SocketPath: filepath.Join(socketDir, "etcd.sock")})
+	if err != nil {
+		t.Fatalf("starting the data dir's etcd: %v", err)
+	}
+	defer etcd.Close()
+	if err := etcd.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := etcd.Client().Get(t.Context(), key)
+	if err != nil {
+		t.Fatalf("reading %s: %v", key, err)
+	}
+	if len(resp.Kvs) != 1 {
+		t.Fatalf("%s is not in etcd", key)
+	}
+	return resp.Kvs[0].Value
 }
 
 // embeddedEtcdProblems returns the embedded etcd's warnings and errors in

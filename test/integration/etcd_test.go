@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
@@ -26,6 +30,18 @@ func startEtcd(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return socket
+}
+
+// etcdClient is a client of the etcd member at socket (startEtcd), for tests
+// that read what the API server stored; it is closed when the test ends.
+func etcdClient(t *testing.T, socket string) *clientv3.Client {
+	t.Helper()
+	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{"unix://" + socket}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { etcd.Close() }) //nolint:errcheck // best effort
+	return etcd
 }
 
 // shortTempDir is a private directory short enough for unix sockets, which

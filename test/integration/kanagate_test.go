@@ -8,7 +8,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,11 +42,7 @@ func TestKANAGateOffAndOnAgainKeepsClaims(t *testing.T) {
 	// one: the test reads the stored claims from it directly, with no API
 	// server in between. The data dir keeps the PKI across the restarts.
 	socket := startEtcd(t)
-	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{"unix://" + socket}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { etcd.Close() }) //nolint:errcheck // best effort
+	etcd := etcdClient(t, socket)
 	dataDir := t.TempDir()
 	start := func(gate string) *cptesting.TestServer {
 		t.Helper()
@@ -106,7 +101,7 @@ func TestKANAGateOffAndOnAgainKeepsClaims(t *testing.T) {
 	apiServices := aggregatorclient.NewForConfigOrDie(off.ClientConfig).ApiregistrationV1().APIServices()
 	stale := "v1alpha1." + networkingv1alpha1.GroupName
 	startedAt := time.Now()
-	err = wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
 		_, err := apiServices.Get(ctx, stale, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), ignoreNotFound(err)
 	})

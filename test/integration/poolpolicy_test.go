@@ -64,7 +64,7 @@ func TestPoolPolicyAndUtilization(t *testing.T) {
 		p := c.Status.AddressSpace[0].Pool
 		return p != nil && p.SubPrefixes == 3
 	})
-	want := networkingv1alpha1.PoolStatus{Size: "256", Allocated: "112", Reserved: "64", Cooling: "0", Free: "80", UsedPercent: 68, LargestFreePrefix: "100.90.0.192/26", SubPrefixes: 3, Tenants: 2}
+	want := networkingv1alpha1.PoolStatus{Addresses: "256", Allocated: "112", Reserved: "64", Cooling: "0", Free: "80", UsedPercent: 68, LargestFreePrefix: "100.90.0.192/26", SubPrefixes: 3, Tenants: 2}
 	if got := *orgStatus.Status.AddressSpace[0].Pool; !equalPool(got, want) {
 		t.Errorf("pool status %+v, want %+v", got, want)
 	}
@@ -132,7 +132,7 @@ func TestPoolPolicyAndUtilization(t *testing.T) {
 
 // equalPool compares the figures of two pool statuses.
 func equalPool(got, want networkingv1alpha1.PoolStatus) bool {
-	return got.Size == want.Size && got.Allocated == want.Allocated && got.Reserved == want.Reserved && got.Cooling == want.Cooling &&
+	return got.Addresses == want.Addresses && got.Allocated == want.Allocated && got.Reserved == want.Reserved && got.Cooling == want.Cooling &&
 		got.Free == want.Free && got.UsedPercent == want.UsedPercent && got.LargestFreePrefix == want.LargestFreePrefix &&
 		got.SubPrefixes == want.SubPrefixes && got.Tenants == want.Tenants
 }

@@ -1,5 +1,6 @@
 // +k8s:openapi-gen=true
 // +k8s:deepcopy-gen=package
+// +k8s:protobuf-gen=package
 // +k8s:conversion-gen=sigs.k8s.io/sample-generic-controlplane/apis/controlplane
 // +k8s:defaulter-gen=TypeMeta
 // +groupName=controlplane.x-k8s.io

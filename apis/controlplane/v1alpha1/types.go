@@ -19,10 +19,10 @@ import (
 type ServiceLocation struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// spec is where the service is served.
-	Spec ServiceLocationSpec `json:"spec"`
+	Spec ServiceLocationSpec `json:"spec" protobuf:"bytes,2,opt,name=spec"`
 }
 
 // ServiceLocationSpec is where the service is served.
@@ -30,14 +30,14 @@ type ServiceLocationSpec struct {
 	// address is the IP address or DNS name the server listens on, e.g.
 	// 127.0.0.1 for a server beside the control plane.
 	// +required
-	Address string `json:"address"`
+	Address string `json:"address" protobuf:"bytes,1,opt,name=address"`
 	// ports maps the ports references name to the ports the server listens
 	// on, at most 16, each referenced port once. A reference to a port not
 	// listed is not resolved.
 	// +listType=map
 	// +listMapKey=port
 	// +required
-	Ports []ServiceLocationPort `json:"ports"`
+	Ports []ServiceLocationPort `json:"ports" protobuf:"bytes,2,rep,name=ports"`
 }
 
 // ServiceLocationPort maps one referenced port to the port the server
@@ -45,10 +45,10 @@ type ServiceLocationSpec struct {
 type ServiceLocationPort struct {
 	// port is the port service references name, e.g. 443.
 	// +required
-	Port int32 `json:"port"`
+	Port int32 `json:"port" protobuf:"varint,1,opt,name=port"`
 	// targetPort is the port the server listens on at address.
 	// +required
-	TargetPort int32 `json:"targetPort"`
+	TargetPort int32 `json:"targetPort" protobuf:"varint,2,opt,name=targetPort"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -57,8 +57,8 @@ type ServiceLocationPort struct {
 type ServiceLocationList struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// items are the ServiceLocations.
-	Items []ServiceLocation `json:"items"`
+	Items []ServiceLocation `json:"items" protobuf:"bytes,2,rep,name=items"`
 }

@@ -3316,12 +3316,12 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_PoolStatus(ref 
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "PoolStatus is how full a delegable record is. Address counts are decimal strings, as exact as the addresses: an IPv6 pool holds more addresses than 64 bits can count (a /32 holds 2^96). allocated, reserved, cooling and free add up to size.",
+				Description: "PoolStatus is how full a delegable record is. Address counts are decimal strings, as exact as the addresses: an IPv6 pool holds more addresses than 64 bits can count (a /32 holds 2^96). allocated, reserved, cooling and free add up to addresses.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
-					"size": {
+					"addresses": {
 						SchemaProps: spec.SchemaProps{
-							Description: "size is the number of addresses of the record's prefix, e.g. \"16777216\" for a /8 of IPv4.",
+							Description: "addresses is the number of addresses of the record's prefix, e.g. \"16777216\" for a /8 of IPv4.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -3412,7 +3412,7 @@ func schema_sample_generic_controlplane_apis_networking_v1alpha1_PoolStatus(ref 
 						},
 					},
 				},
-				Required: []string{"size", "allocated", "reserved", "cooling", "free", "usedPercent", "subPrefixes", "tenants"},
+				Required: []string{"addresses", "allocated", "reserved", "cooling", "free", "usedPercent", "subPrefixes", "tenants"},
 			},
 		},
 		Dependencies: []string{

@@ -15,6 +15,7 @@ package v1alpha1
 //
 // +k8s:deepcopy-gen=false
 // +k8s:openapi-gen=false
+// +protobuf=false
 type RecordKey struct {
 	Name   string
 	Prefix string

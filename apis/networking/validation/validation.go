@@ -377,7 +377,7 @@ func validatePoolStatus(pool *networking.PoolStatus, path *field.Path) field.Err
 	}
 	var errs field.ErrorList
 	for _, c := range []struct{ name, value string }{
-		{"size", pool.Size}, {"allocated", pool.Allocated}, {"reserved", pool.Reserved}, {"cooling", pool.Cooling}, {"free", pool.Free},
+		{"addresses", pool.Addresses}, {"allocated", pool.Allocated}, {"reserved", pool.Reserved}, {"cooling", pool.Cooling}, {"free", pool.Free},
 	} {
 		if n, ok := new(big.Int).SetString(c.value, 10); !ok || n.Sign() < 0 || n.String() != c.value {
 			errs = append(errs, field.Invalid(path.Child(c.name), c.value, "must be a number of addresses in decimal, e.g. 16777216"))

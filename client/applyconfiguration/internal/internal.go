@@ -421,6 +421,10 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: io.k8s.sigs.sample-generic-controlplane.apis.networking.v1alpha1.PoolStatus
   map:
     fields:
+    - name: addresses
+      type:
+        scalar: string
+      default: ""
     - name: allocated
       type:
         scalar: string
@@ -445,10 +449,6 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
     - name: reserved
-      type:
-        scalar: string
-      default: ""
-    - name: size
       type:
         scalar: string
       default: ""

@@ -24,11 +24,11 @@ package v1alpha1
 // PoolStatus is how full a delegable record is. Address counts are
 // decimal strings, as exact as the addresses: an IPv6 pool holds more
 // addresses than 64 bits can count (a /32 holds 2^96). allocated,
-// reserved, cooling and free add up to size.
+// reserved, cooling and free add up to addresses.
 type PoolStatusApplyConfiguration struct {
-	// size is the number of addresses of the record's prefix, e.g.
+	// addresses is the number of addresses of the record's prefix, e.g.
 	// "16777216" for a /8 of IPv4.
-	Size *string `json:"size,omitempty"`
+	Addresses *string `json:"addresses,omitempty"`
 	// allocated counts the addresses of the sub-prefixes allocated inside
 	// the record: those taken from it, and any others inside it.
 	Allocated *string `json:"allocated,omitempty"`
@@ -62,11 +62,11 @@ func PoolStatus() *PoolStatusApplyConfiguration {
 	return &PoolStatusApplyConfiguration{}
 }
 
-// WithSize sets the Size field in the declarative configuration to the given value
+// WithAddresses sets the Addresses field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the Size field is set to the value of the last call.
-func (b *PoolStatusApplyConfiguration) WithSize(value string) *PoolStatusApplyConfiguration {
-	b.Size = &value
+// If called multiple times, the Addresses field is set to the value of the last call.
+func (b *PoolStatusApplyConfiguration) WithAddresses(value string) *PoolStatusApplyConfiguration {
+	b.Addresses = &value
 	return b
 }
 

@@ -65,6 +65,7 @@ func newServiceLocations(c *ControlplaneV1alpha1Client) *serviceLocations {
 			"",
 			func() *controlplanev1alpha1.ServiceLocation { return &controlplanev1alpha1.ServiceLocation{} },
 			func() *controlplanev1alpha1.ServiceLocationList { return &controlplanev1alpha1.ServiceLocationList{} },
+			gentype.PrefersProtobuf[*controlplanev1alpha1.ServiceLocation](),
 		),
 	}
 }

@@ -69,6 +69,7 @@ func newNetworkClaims(c *NetworkingV1alpha1Client) *networkClaims {
 			"",
 			func() *networkingv1alpha1.NetworkClaim { return &networkingv1alpha1.NetworkClaim{} },
 			func() *networkingv1alpha1.NetworkClaimList { return &networkingv1alpha1.NetworkClaimList{} },
+			gentype.PrefersProtobuf[*networkingv1alpha1.NetworkClaim](),
 		),
 	}
 }
