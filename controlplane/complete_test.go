@@ -45,3 +45,40 @@ func TestCompleteLeavesCallerOptionsAlone(t *testing.T) {
 		t.Errorf("the caller's --tls-cert-file became %q", cert)
 	}
 }
+
+// Events have no watch cache unless --watch-cache-sizes gives them one, as
+// in kube-apiserver: a start does not list every stored event into two
+// caches before it is ready.
+func TestCompleteLeavesEventsUncached(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		flag []string
+		want []string
+	}{
+		{name: "default", want: []string{"events#0", "events.events.k8s.io#0"}},
+		{name: "the user's size wins", flag: []string{"events#100", "networkclaims.networking.x-k8s.io#0"},
+			want: []string{"events#100", "events.events.k8s.io#0", "networkclaims.networking.x-k8s.io#0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewOptions()
+			o.DataDir = t.TempDir()
+			o.ControlPlane.Etcd.WatchCacheSizes = tc.flag
+			d, err := o.PrepareDataDir(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(d.Close)
+			c, err := o.Complete(t.Context(), d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := slices.Sorted(slices.Values(c.ControlPlane.Etcd.WatchCacheSizes))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("watch cache sizes %q, want %q", got, tc.want)
+			}
+			if !slices.Equal(o.ControlPlane.Etcd.WatchCacheSizes, tc.flag) {
+				t.Errorf("the caller's --watch-cache-sizes became %q", o.ControlPlane.Etcd.WatchCacheSizes)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/component-base/metrics"
 	cpoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	genericserver "k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic/server"
+	"k8s.io/kubernetes/pkg/kubeapiserver"
 	authzmodes "k8s.io/kubernetes/pkg/kubeapiserver/authorizer/modes"
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
@@ -412,6 +414,10 @@ func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 		cp.Authorization.Modes = nil
 	}
 
+	if err := withDefaultWatchCacheSizes(cp.Etcd); err != nil {
+		return err
+	}
+
 	completed, err := cp.Complete(ctx, nil, nil)
 	if err != nil {
 		return err
@@ -449,6 +455,29 @@ func applyMetrics(o *metrics.Options) {
 // authorization), so that completing leaves the caller's options as they
 // were: completed again, e.g. for another data dir, they still mean
 // "embedded etcd" and "our certificates".
+// withDefaultWatchCacheSizes sets kube-apiserver's default watch cache
+// sizes (kubeapiserver.DefaultWatchCacheSizes, which its completion
+// applies and the generic control plane's options do not) under the sizes
+// the user set with --watch-cache-sizes: no watch cache for events, core
+// or events.k8s.io. Events come in bursts (a controller records one per
+// decision) and are rarely watched; with their caches every start lists
+// every stored event twice before /readyz passes, holds them twice in
+// memory and lists them from etcd again every few minutes to check the
+// caches. Without, they are read from etcd, as from kube-apiserver.
+func withDefaultWatchCacheSizes(etcd *genericoptions.EtcdOptions) error {
+	if !etcd.EnableWatchCache {
+		return nil
+	}
+	sizes := kubeapiserver.DefaultWatchCacheSizes()
+	user, err := genericoptions.ParseWatchCacheSizes(etcd.WatchCacheSizes)
+	if err != nil {
+		return err
+	}
+	maps.Copy(sizes, user)
+	etcd.WatchCacheSizes, err = genericoptions.WriteWatchCacheSizes(sizes)
+	return err
+}
+
 func copyForCompletion(in *cpoptions.Options) *cpoptions.Options {
 	out := *in
 	etcd := *in.Etcd

@@ -360,8 +360,8 @@ func (s *Server) runControllers(ctx context.Context) {
 }
 
 // signalReady closes s.ready once /readyz answers 200 over the loopback
-// connection, then, once the controllers (if any) have synced, returns the
-// start-up garbage to the OS.
+// connection, then, once the controllers (if any) have synced and the
+// process idles (idle.go), returns the start-up garbage to the OS.
 func (s *Server) signalReady(ctx context.Context) {
 	client, err := kubernetes.NewForConfig(s.config.APIs.ControlPlane.Generic.LoopbackClientConfig)
 	if err != nil {
@@ -378,9 +378,9 @@ func (s *Server) signalReady(ctx context.Context) {
 	}
 	close(s.ready)
 	// Start-up builds the OpenAPI documents and bootstraps policy, then
-	// the controllers list everything into their informers: tens of
-	// megabytes of garbage, which the runtime would hand back to the OS only
-	// slowly. Do it once, when the burst is over.
+	// the controllers list everything into their informers and work
+	// through it: tens of megabytes of garbage, which the runtime would
+	// hand back to the OS only slowly. Do it once, when the burst is over.
 	if s.controllers != nil {
 		select {
 		case <-s.controllers.Synced():
@@ -388,5 +388,7 @@ func (s *Server) signalReady(ctx context.Context) {
 			return
 		}
 	}
-	debug.FreeOSMemory()
+	if waitUntilIdle(ctx, processCPUTime, idlePollInterval, idlePolls) {
+		debug.FreeOSMemory()
+	}
 }

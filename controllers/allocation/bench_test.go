@@ -4,6 +4,11 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/fake"
 )
 
 // BenchmarkDecideExact is one exact record decided and released with
@@ -68,6 +73,80 @@ func BenchmarkPoolUsageOf50k(b *testing.B) {
 	for range b.N {
 		if u := l.countUsage(pool); u.subPrefixes != 50_000 {
 			b.Fatalf("%d sub-prefixes", u.subPrefixes)
+		}
+	}
+}
+
+// writtenClaims are n claims laid out as hack/bench/allocation fills the
+// registry, with the status the controller wrote for them: a delegable
+// 10.0.0.0/8, half of the others /24s taken from it, the rest IPv6 /64s of
+// which every tenth claims its group's /48 over the /64s of others, and so
+// waits.
+func writtenClaims(b *testing.B, n int) []*networkingv1alpha1.NetworkClaim {
+	b.Helper()
+	l := testLedger()
+	specs := []claimSpec{spec("pool-v4", 1, exact("10.0.0.0/8").delegable())}
+	for i := range n - 1 {
+		rv := uint64(i + 2)
+		if i%2 == 0 {
+			specs = append(specs, spec(fmt.Sprintf("pooled-%06d", i), rv, pool("pods", "pool-v4", 24)))
+			continue
+		}
+		e := i / 2
+		addr := netip.AddrFrom16([16]byte{0xfd, 4: byte(e >> 16), byte(e >> 8), byte(e), 7: 0})
+		prefix := netip.PrefixFrom(addr, 64)
+		if e%10 == 9 {
+			prefix = netip.PrefixFrom(addr, 48).Masked()
+		}
+		specs = append(specs, spec(fmt.Sprintf("present-%06d", i), rv, exact(prefix.String())))
+	}
+	out := make([]*networkingv1alpha1.NetworkClaim, 0, len(specs))
+	for _, s := range specs {
+		l.sync(s)
+	}
+	for _, s := range specs {
+		claim := claimOf(s)
+		generation, decisions, _ := l.records(s.name, claim.UID)
+		claim.Status = desiredStatus(claim, generation, decisions)
+		out = append(out, claim)
+	}
+	return out
+}
+
+// BenchmarkRestart is the allocator's work at a restart with 100,000
+// claims whose status is right: the ledger rebuilt from the informer's
+// cache, then the status checks the rebuild queued, none of which finds
+// a status to write.
+func BenchmarkRestart(b *testing.B) {
+	claims := writtenClaims(b, 100_000)
+	ctx := b.Context()
+	for b.Loop() {
+		b.StopTimer()
+		client := fake.NewSimpleClientset()
+		informer := newInformerFactory(client).Networking().V1alpha1().NetworkClaims()
+		c := NewController(ctx, informer, client, kubefake.NewClientset(), "bench")
+		indexer := informer.Informer().GetIndexer()
+		for _, claim := range claims {
+			if err := indexer.Add(claim); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		c.restore(ctx)
+		checks := c.checks.Len()
+		for c.checks.Len() > 0 {
+			c.checkNext(ctx)
+		}
+		for c.statuses.Len() > 0 {
+			name, _ := c.statuses.Get()
+			if err := c.writeStatus(ctx, name); err != nil {
+				b.Fatal(err)
+			}
+			c.statuses.Done(name)
+		}
+		b.ReportMetric(float64(checks), "checks/op")
+		if actions := client.Actions(); len(actions) > 0 {
+			b.Fatalf("the restart wrote: %v", actions[0])
 		}
 	}
 }

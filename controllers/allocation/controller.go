@@ -159,14 +159,26 @@ type Controller struct {
 
 	// decisions holds the claims whose spec or status the informer
 	// delivered, for the decider; statuses the claims whose status must
-	// show the ledger's decisions, for the workers.
+	// show the ledger's decisions, for the workers; checks the claims
+	// whose status a rebuild of the ledger did not change and that are
+	// checked all the same, for the checker, which queues those found
+	// behind on statuses. A restart queues every claim on checks, so that
+	// the status writes of new decisions never wait behind them.
 	decisions workqueue.TypedRateLimitingInterface[string]
 	statuses  workqueue.TypedRateLimitingInterface[string]
+	checks    workqueue.TypedInterface[string]
 
-	// mu guards the ledger, and with it the write fence, between the
-	// decider and the status workers.
+	// mu guards the ledger, and with it the write fence, and seen between
+	// the decider, the status workers and the checker.
 	mu     sync.Mutex
 	ledger *ledger
+	// seen is, by claim name, the resourceVersion of the claim the ledger
+	// and its write fence were last brought up to date with, and whose
+	// status was queued for a write or a check: deciding that same
+	// object again changes nothing and checks nothing new. So the
+	// informer's first delivery of every claim, which the rebuild read
+	// already, costs the decider a lookup each.
+	seen map[string]string
 }
 
 // errWaitingForRelease: a decision must wait for another claim's status to
@@ -189,7 +201,9 @@ func NewController(ctx context.Context, informer networkinginformers.NetworkClai
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: ShortName + "-decisions"}),
 		statuses: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: ShortName + "-statuses"}),
+		checks: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: ShortName + "-checks"}),
 		ledger: newLedger(time.Now),
+		seen:   map[string]string{},
 	}
 	registration, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -222,6 +236,7 @@ func (c *Controller) Run(ctx context.Context) {
 	defer c.broadcaster.Shutdown()
 	defer c.decisions.ShutDown()
 	defer c.statuses.ShutDown()
+	defer c.checks.ShutDown()
 	// A replica that stops leading must not report the leader's ledger.
 	defer recordsMetric.Reset()
 	defer resetPoolMetrics()
@@ -235,15 +250,18 @@ func (c *Controller) Run(ctx context.Context) {
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.statusWorker, time.Second) })
 	}
+	wg.Go(func() { wait.UntilWithContext(ctx, c.checker, time.Second) })
 	<-ctx.Done()
 	c.decisions.ShutDown()
 	c.statuses.ShutDown()
+	c.checks.ShutDown()
 	wg.Wait()
 }
 
 // restore rebuilds the ledger from the claims' status and the write fence
-// from what they store, decides what is undecided, and queues every claim
-// so that its status shows the ledger.
+// from what they store, and decides what is undecided. The claims whose
+// decisions it changed are queued for their status writes; every other
+// claim for a check of its status, behind any write (see checker).
 func (c *Controller) restore(ctx context.Context) {
 	start := time.Now()
 	claims, err := c.lister.List(labels.Everything())
@@ -255,11 +273,12 @@ func (c *Controller) restore(ctx context.Context) {
 		s.recorded = recordedOf(claim, s.records)
 		specs = append(specs, s)
 		c.ledger.recordStored(claim.Name, storedAllocations(claim))
+		c.seen[claim.Name] = claim.ResourceVersion
 	}
 	changes := c.ledger.restore(specs)
 	changes = append(changes, c.ledger.expire()...)
 	allocated, waiting := c.ledger.counts()
-	c.ledger.takeChangedPools() // every claim is queued below
+	c.ledger.takeChangedPools() // every claim is checked below
 	c.scheduleExpiry()
 	c.mu.Unlock()
 
@@ -267,7 +286,7 @@ func (c *Controller) restore(ctx context.Context) {
 	c.report(ctx, changes, nil)
 	setRecordCounts(allocated, waiting)
 	for _, claim := range claims {
-		c.statuses.Add(claim.Name)
+		c.checks.Add(claim.Name)
 	}
 }
 
@@ -300,17 +319,23 @@ func (c *Controller) decide(ctx context.Context, name string) {
 	c.mu.Lock()
 	// Grace periods that ended free space first.
 	changes := c.ledger.expire()
+	// This very object was decided, and its status queued, already (by
+	// the rebuild, most often): only the grace periods are looked at.
+	seen := claim != nil && c.seen[name] == claim.ResourceVersion
 	var wake []string
-	if claim == nil {
+	switch {
+	case claim == nil:
+		delete(c.seen, name)
 		wake = c.ledger.recordStored(name, nil)
 		if uid, ok := c.ledger.uidOf(name); ok {
 			// Enough of the object for the events of its release.
 			deleted = &networkingv1alpha1.NetworkClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid}}
 		}
 		changes = append(changes, c.ledger.forget(name, "")...)
-	} else {
+	case !seen:
 		wake = c.ledger.recordStored(name, storedAllocations(claim))
 		changes = append(changes, c.ledger.sync(specOf(ctx, claim))...)
+		c.seen[name] = claim.ResourceVersion
 	}
 	allocated, waiting := c.ledger.counts()
 	delays := map[string]time.Duration{}
@@ -329,7 +354,7 @@ func (c *Controller) decide(ctx context.Context, name string) {
 	for _, holder := range wake {
 		c.statuses.Add(holder)
 	}
-	if claim != nil {
+	if claim != nil && !seen {
 		// Always: status may need writing even when the ledger did not
 		// change (e.g. someone else wrote it).
 		c.statuses.Add(name)
@@ -413,6 +438,68 @@ func (c *Controller) writeNext(ctx context.Context) bool {
 	return true
 }
 
+// checker checks, one claim at a time, that the status of the claims a
+// rebuild of the ledger queued shows the ledger's decisions, and queues
+// those whose status is behind for a write. It runs beside the status
+// workers rather than as one of them, so that after a restart the writes
+// of new decisions, which are few, do not wait behind checks of every
+// claim, which nearly all find nothing to do; as upstream's repair loops
+// (the Service IP repair controller) check what is stored beside the
+// allocations, not in their way. A restart thus rewrites no status that
+// was already right, and leaves none that was not.
+func (c *Controller) checker(ctx context.Context) {
+	for c.checkNext(ctx) {
+	}
+}
+
+func (c *Controller) checkNext(ctx context.Context) bool {
+	name, quit := c.checks.Get()
+	if quit {
+		return false
+	}
+	defer c.checks.Done(name)
+	claim, err := c.lister.Get(name)
+	if err != nil {
+		return true // deleted since: the decider released it
+	}
+	if r, ok := c.render(claim); ok && !apiequality.Semantic.DeepEqual(claim.Status, r.status) {
+		c.statuses.Add(name)
+	}
+	return true
+}
+
+// rendered is a claim's status as the ledger's decisions render it.
+type rendered struct {
+	status networkingv1alpha1.NetworkClaimStatus
+	// generation is the generation the decisions are of.
+	generation int64
+	// fenced: the write fence holds the write back.
+	fenced bool
+	// stale: the status shows a count of one of the claim's pools that
+	// may be counted again after refresh.
+	stale   bool
+	refresh time.Duration
+}
+
+// render renders the ledger's decisions on claim as its status; false
+// when the ledger has not decided the claim's spec as the cache holds it
+// yet (the decider queues the claim's status once it has).
+func (c *Controller) render(claim *networkingv1alpha1.NetworkClaim) (rendered, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	generation, decisions, known := c.ledger.records(claim.Name, claim.UID)
+	if !known || generation != claim.Generation {
+		return rendered{}, false
+	}
+	r := rendered{
+		status:     desiredStatus(claim, generation, decisions),
+		generation: generation,
+		fenced:     c.ledger.fenced(claim.Name, newlyAllocated(claim, decisions)),
+	}
+	r.refresh, r.stale = c.ledger.staleUsage(claim.Name)
+	return r, true
+}
+
 // writeStatus makes a claim's status show the ledger's decisions.
 func (c *Controller) writeStatus(ctx context.Context, name string) error {
 	claim, err := c.lister.Get(name)
@@ -422,38 +509,32 @@ func (c *Controller) writeStatus(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	generation, decisions, known := c.ledger.records(name, claim.UID)
-	if !known || generation != claim.Generation {
-		c.mu.Unlock()
+	r, ok := c.render(claim)
+	if !ok {
 		// The informer has a spec the ledger has not decided yet; the
 		// decider will queue the claim again once it has.
 		return nil
 	}
-	status := desiredStatus(claim, generation, decisions)
-	fenced := c.ledger.fenced(name, newlyAllocated(claim, decisions))
-	refresh, stale := c.ledger.staleUsage(name)
-	c.mu.Unlock()
-	if stale {
+	if r.stale {
 		// A pool's count waits for its budget: write it then.
-		c.statuses.AddAfter(name, refresh)
+		c.statuses.AddAfter(name, r.refresh)
 	}
-	if fenced {
+	if r.fenced {
 		// The release's event queues the claim again; the rate-limited
 		// retry is the safety net.
 		return errWaitingForRelease
 	}
-	if !apiequality.Semantic.DeepEqual(claim.Status, status) {
+	if !apiequality.Semantic.DeepEqual(claim.Status, r.status) {
 		update := claim.DeepCopy()
-		update.Status = status
+		update.Status = r.status
 		if _, err := c.client.NetworkingV1alpha1().NetworkClaims().UpdateStatus(ctx, update, metav1.UpdateOptions{FieldManager: Identity}); err != nil {
 			return fmt.Errorf("NetworkClaim %s: %w", name, err)
 		}
-		c.reportPressure(claim, claim.Status.AddressSpace, status.AddressSpace)
+		c.reportPressure(claim, claim.Status.AddressSpace, r.status.AddressSpace)
 	}
-	setPoolMetrics(name, status.AddressSpace)
+	setPoolMetrics(name, r.status.AddressSpace)
 	c.mu.Lock()
-	observed := c.ledger.recorded(name, generation)
+	observed := c.ledger.recorded(name, r.generation)
 	c.mu.Unlock()
 	for _, t := range observed {
 		decisionLatency.Observe(time.Since(t).Seconds())

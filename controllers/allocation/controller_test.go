@@ -171,6 +171,7 @@ func TestPromotionIsWrittenAfterTheRelease(t *testing.T) {
 		name, _ := tc.statuses.Get()
 		tc.statuses.Done(name)
 	}
+	written.ResourceVersion = "3" // the API server's write gives it one; the fake's does not
 	tc.cache(t, written)
 	tc.decide(t.Context(), "x")
 	if !queued(tc.Controller, "w") {
@@ -209,5 +210,116 @@ func TestControllersFlagNamesTheAllocatorEitherWay(t *testing.T) {
 		if o.Enabled(Name) {
 			t.Errorf("--controllers=*,-%s leaves the allocator enabled", name)
 		}
+	}
+}
+
+// drain empties a queue of the controller, handing each name to do.
+func drain(q interface {
+	Len() int
+	Get() (string, bool)
+	Done(string)
+}, do func(string)) {
+	for q.Len() > 0 {
+		name, _ := q.Get()
+		do(name)
+		q.Done(name)
+	}
+}
+
+// statusWrites counts the status updates the controller sent.
+func statusWrites(tc *testController) int {
+	n := 0
+	for _, a := range tc.client.Actions() {
+		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+			n++
+		}
+	}
+	return n
+}
+
+// A restart writes the statuses that are behind the ledger, and only
+// those; the rest are checked behind the writes, so that a claim decided
+// after the restart is written first.
+func TestRestartWritesOnlyStatusesBehind(t *testing.T) {
+	// A first term decides and writes every status.
+	first := newTestController(t,
+		testClaim("a", "uid-a", 1, "10.0.0.0/16"),
+		testClaim("b", "uid-b", 1, "10.0.0.0/24"),
+		testClaim("c", "uid-c", 1, "10.1.0.0/16"),
+		testClaim("d", "uid-d", 1, "10.2.0.0/16"))
+	for _, q := range []interface {
+		Len() int
+		Get() (string, bool)
+		Done(string)
+	}{first.statuses, first.checks, first.statuses} {
+		drain(q, func(name string) {
+			if err := first.writeStatus(t.Context(), name); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	var stored []*networkingv1alpha1.NetworkClaim
+	for i, name := range []string{"a", "b", "c", "d"} {
+		claim := first.stored(t, name)
+		claim.ResourceVersion = fmt.Sprint(10 + i) // as the API server's writes gave them
+		stored = append(stored, claim)
+	}
+	if got := stored[1].Status.AddressSpace[0].Status; got != networkingv1alpha1.AllocationUnavailable {
+		t.Fatalf("b is %s, want Unavailable behind a", got)
+	}
+	// While no allocator ran, c's owner edited a description: c's status
+	// is behind its spec, though its decision stands. d's status is right.
+	stored[2].Spec.AddressSpace[0].Description = "edited"
+	stored[2].Generation = 2
+
+	second := newTestController(t, stored...)
+	if n := second.statuses.Len(); n != 0 {
+		t.Errorf("the rebuild queued %d status writes; every decision stood", n)
+	}
+	if n := second.checks.Len(); n != len(stored) {
+		t.Errorf("the rebuild queued %d status checks, want %d", n, len(stored))
+	}
+	// The informer delivers every claim it listed: the decider has
+	// nothing to do for them.
+	for _, claim := range stored {
+		second.decide(t.Context(), claim.Name)
+	}
+	if n := second.statuses.Len(); n != 0 {
+		t.Errorf("deciding the claims the rebuild read queued %d status writes", n)
+	}
+	// A claim created after the restart is written before the checks.
+	created := testClaim("e", "uid-e", 1, "10.3.0.0/16")
+	if err := second.client.Tracker().Add(created.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	second.cache(t, created)
+	second.decide(t.Context(), "e")
+	if name, _ := second.statuses.Get(); name != "e" {
+		t.Errorf("first status write after the restart: %s, want the new claim e", name)
+	} else {
+		if err := second.writeStatus(t.Context(), name); err != nil {
+			t.Fatal(err)
+		}
+		second.statuses.Done(name)
+	}
+	// The checks find c behind, and only c.
+	for second.checks.Len() > 0 {
+		second.checkNext(t.Context())
+	}
+	var behind []string
+	drain(second.statuses, func(name string) {
+		behind = append(behind, name)
+		if err := second.writeStatus(t.Context(), name); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(behind) != 1 || behind[0] != "c" {
+		t.Errorf("the checks found %q behind, want [c]", behind)
+	}
+	if n := statusWrites(second); n != 2 {
+		t.Errorf("the restart wrote %d statuses, want 2 (e's and c's)", n)
+	}
+	if got := second.stored(t, "c"); got.Status.ObservedGeneration != 2 || got.Status.AddressSpace[0].Description != "edited" {
+		t.Errorf("c's status after the restart: %+v, want generation 2 and the edited description", got.Status)
 	}
 }

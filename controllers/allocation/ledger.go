@@ -49,8 +49,9 @@ type ledger struct {
 	// the controller last asked (usage.go).
 	usage        map[*record]*poolUsage
 	changedPools map[string]bool
-	// spans is countUsage's buffer, kept between counts.
-	spans []span
+	// spans and tenants are countUsage's buffers, kept between counts.
+	spans   []span
+	tenants map[string]struct{}
 
 	// fence says when a decision may be written (fence.go).
 	fence fence

@@ -247,10 +247,16 @@ func compareWaiting(a, b *record) int {
 		}
 		return 1
 	}
-	return cmp.Or(
-		cmp.Compare(a.seq, b.seq),
-		a.since.Compare(b.since),
-		strings.Compare(a.claim, b.claim),
-		compareRecords(a, b),
-	)
+	// One at a time, not cmp.Or: the order is nearly always settled by
+	// seq, and a restore sorts every record.
+	if c := cmp.Compare(a.seq, b.seq); c != 0 {
+		return c
+	}
+	if c := a.since.Compare(b.since); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.claim, b.claim); c != 0 {
+		return c
+	}
+	return compareRecords(a, b)
 }

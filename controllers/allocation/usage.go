@@ -151,7 +151,14 @@ type span struct {
 func (l *ledger) countUsage(pool *record) *poolUsage {
 	p := pool.prefix
 	spans := l.spans[:0]
-	tenants := map[string]struct{}{}
+	// A map kept between counts: a new one would grow, rehashing, to a
+	// pool's number of tenants at every count, which was most of its cost
+	// (a /8 with 50,000 /24s of as many claims).
+	if l.tenants == nil {
+		l.tenants = map[string]struct{}{}
+	}
+	tenants := l.tenants
+	clear(tenants)
 	u := &poolUsage{}
 	for q, h := range l.held.Overlapping(p) {
 		if q.Bits() <= p.Bits() {
@@ -164,6 +171,7 @@ func (l *ledger) countUsage(pool *record) *poolUsage {
 		}
 	}
 	u.tenants = len(tenants)
+	clear(tenants)
 	extra := len(spans)
 	if pool.policy != nil {
 		for _, r := range pool.policy.reserved {

@@ -10,7 +10,10 @@
 //     every /24 already taken;
 //   - release-to-promotion: from deleting a holder to a watch showing the
 //     claim that waited for its range Allocated;
-//   - after a restart, the time from exec until a new claim is allocated;
+//   - after restarts on the filled data dir, the time from the exec of the
+//     binary to ready, to the allocator's ledger rebuilt from status (the
+//     time of its log line "Rebuilt the ledger from status", at -v=2), and
+//     to a claim created right after ready being Allocated;
 //   - memory per claim: the process's live heap and RSS with no claims and
 //     with them, and with and without the allocator.
 //
@@ -20,6 +23,11 @@
 // is detected, and then only exact prefixes are measured.
 //
 //	go run ./hack/bench/allocation -binary bin/sample-generic-controlplane
+//
+// With -profile DIR it also saves a CPU profile of the first restart (from
+// when the server first answers, for -profile-for), and a CPU profile and
+// an execution trace of the first -profile-for of the exact-prefix
+// latencies, with the slowest samples' offsets into the trace.
 package main
 
 import (
@@ -62,6 +70,10 @@ type options struct {
 	poolTimeout, fillTimeout time.Duration
 	restartTimeout           time.Duration
 	keep                     bool
+	profile                  string
+	profileFor               time.Duration
+	// port is the control plane's secure port.
+	port int
 }
 
 // withoutAllocator is --controllers for the same control plane without the
@@ -81,6 +93,8 @@ func main() {
 	flag.DurationVar(&o.fillTimeout, "fill-timeout", time.Hour, "how long the registry may take to decide the present claims")
 	flag.DurationVar(&o.restartTimeout, "restart-timeout", 3*time.Minute, "how long after a restart a new claim may take to be allocated; after a restart that took longer, no more are measured")
 	flag.BoolVar(&o.keep, "keep", false, "keep the data dir and the control plane's logs, and print where")
+	flag.StringVar(&o.profile, "profile", "", "save CPU profiles of the first restart and of the exact-prefix latencies, and an execution trace of the latter, into this directory")
+	flag.DurationVar(&o.profileFor, "profile-for", 20*time.Second, "how long each -profile profile and trace runs")
 	flag.Parse()
 	if err := run(o); err != nil {
 		benchutil.Fail(err)
@@ -93,8 +107,7 @@ type results struct {
 	exact, pooled, promotions []time.Duration
 	pooledGiven               [2]string // the first and last measured pool record's prefix
 	claims                    int       // after the restarts
-	ready, firstExact         []time.Duration
-	firstPooled               []time.Duration
+	restarts                  []restart
 	// restartTimedOut: after the last restart a new claim was not
 	// allocated within restartTimeout.
 	restartTimedOut          bool
@@ -115,10 +128,16 @@ func run(o options) error {
 	} else {
 		defer os.RemoveAll(dir) //nolint:errcheck
 	}
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return err
+		}
+	}
 	port, err := benchutil.FreePort()
 	if err != nil {
 		return err
 	}
+	o.port = port
 	args := []string{"--data-dir=" + filepath.Join(dir, "data"), "--secure-port=" + strconv.Itoa(port)}
 	cp, err := benchutil.Start(o.binary, args, filepath.Join(dir, "controlplane.log"))
 	if err != nil {
@@ -163,11 +182,27 @@ func run(o options) error {
 	}
 
 	fmt.Fprintln(os.Stderr, "measuring")
-	if r.exact, _, err = measure(ctx, claims, o.samples, 0, exactClaim); err != nil {
+	profiled := make(chan error, 1)
+	profiled <- nil
+	profiledFrom := time.Now()
+	if o.profile != "" {
+		<-profiled
+		go func() { profiled <- profileLatencies(ctx, admin, cp, o) }()
+	}
+	var sent []time.Time
+	if r.exact, sent, _, err = measure(ctx, claims, o.samples, 0, exactClaim); err != nil {
 		return err
 	}
+	if err := <-profiled; err != nil {
+		return err
+	}
+	if o.profile != "" {
+		if err := writeSlowest(filepath.Join(o.profile, "exact-slowest.txt"), profiledFrom, o.profileFor, r.exact, sent); err != nil {
+			return err
+		}
+	}
 	if pools {
-		if r.pooled, r.pooledGiven, err = measure(ctx, claims, o.samples, 0, pooledClaim); err != nil {
+		if r.pooled, _, r.pooledGiven, err = measure(ctx, claims, o.samples, 0, pooledClaim); err != nil {
 			return err
 		}
 	}
@@ -181,16 +216,15 @@ func run(o options) error {
 		if err := cp.Stop(); err != nil {
 			return err
 		}
-		exec := time.Now()
-		cp, err = benchutil.Start(o.binary, args, filepath.Join(dir, fmt.Sprintf("controlplane-restart-%d.log", i+1)))
-		if err != nil {
+		profile := ""
+		if o.profile != "" && i == 0 {
+			profile = filepath.Join(o.profile, "restart-cpu.pb.gz")
+		}
+		started, m, err := measureRestart(ctx, o, args, filepath.Join(dir, fmt.Sprintf("controlplane-restart-%d.log", i+1)), claims, admin, o.samples+i, pools, profile)
+		if started == nil {
 			return err
 		}
-		if err := benchutil.WaitReady(port, cp, time.Minute); err != nil {
-			return fmt.Errorf("control plane after restart: %w", err)
-		}
-		r.ready = append(r.ready, time.Since(exec))
-		exact, pooled, err := firstAllocations(ctx, claims, o.samples+i, pools, o.restartTimeout)
+		cp = started // the deferred Stop stops it
 		r.claims++
 		if pools {
 			r.claims++
@@ -203,10 +237,7 @@ func run(o options) error {
 		if err != nil {
 			return err
 		}
-		r.firstExact = append(r.firstExact, exact.Sub(exec))
-		if pools {
-			r.firstPooled = append(r.firstPooled, pooled.Sub(exec))
-		}
+		r.restarts = append(r.restarts, m)
 	}
 	if r.restarted, err = readMemory(ctx, admin); err != nil {
 		return err
@@ -329,23 +360,35 @@ func report(o options, r results) {
 		}
 		return out
 	}
-	fmt.Printf("\nafter a restart with %d claims, median (min-max) of %d restarts\n\n", r.claims, len(r.ready))
-	cell := func(d []time.Duration) string { return benchutil.Cell(seconds(d), s) }
-	first := func(name string, d []time.Duration) {
+	fmt.Printf("\nafter a restart with %d claims (at %s), seconds from the exec of the binary, median (min-max) of %d restarts;\n"+
+		"the goal is a claim created right after ready Allocated within %s\n\n", r.claims, restartVerbosity, len(r.restarts), s(goalFirst.Seconds()))
+	of := func(f func(restart) time.Duration) []time.Duration {
+		out := make([]time.Duration, 0, len(r.restarts))
+		for _, m := range r.restarts {
+			out = append(out, f(m))
+		}
+		return out
+	}
+	row2 := func(name string, d []time.Duration, goal bool) {
 		switch {
 		case r.restartTimedOut && len(d) == 0:
-			fmt.Printf("  %-44s %26s  goal <= %s: missed\n", name, "> "+o.restartTimeout.String(), s(goalFirst.Seconds()))
-		case len(d) > 0:
-			fmt.Printf("  %-44s %26s  goal <= %s: %s\n", name, cell(d), s(goalFirst.Seconds()), met(benchutil.Median(seconds(d)) <= goalFirst.Seconds()))
+			fmt.Printf("  %-58s %26s  goal <= %s: missed\n", name, "> "+o.restartTimeout.String(), s(goalFirst.Seconds()))
+		case len(d) == 0:
+		case goal:
+			fmt.Printf("  %-58s %26s  goal <= %s: %s\n", name, benchutil.Cell(seconds(d), s), s(goalFirst.Seconds()), met(benchutil.Median(seconds(d)) <= goalFirst.Seconds()))
+		default:
+			fmt.Printf("  %-58s %26s  (part of the %s)\n", name, benchutil.Cell(seconds(d), s), s(goalFirst.Seconds()))
 		}
 	}
-	fmt.Printf("  %-44s %26s\n", "exec to ready", cell(r.ready))
-	first("exec to a new exact claim Allocated", r.firstExact)
+	row2("exec to ready", of(func(m restart) time.Duration { return m.ready }), false)
+	row2("exec to the allocator's informer synced (rebuild starts)", of(func(m restart) time.Duration { return m.synced }), false)
+	row2("exec to the ledger rebuilt from status", of(func(m restart) time.Duration { return m.rebuilt }), false)
+	row2("exec to a new exact claim Allocated", of(func(m restart) time.Duration { return m.exact }), true)
 	if l.pooled > 0 {
-		first("exec to a new pool record Allocated", r.firstPooled)
+		row2("exec to a new pool record Allocated", of(func(m restart) time.Duration { return m.pooled }), true)
 	}
-	if r.restartTimedOut && len(r.firstExact) > 0 {
-		fmt.Printf("  (and after restart %d, a new claim was not allocated within %s)\n", len(r.ready), o.restartTimeout)
+	if r.restartTimedOut && len(r.restarts) > 0 {
+		fmt.Printf("  (and after restart %d, a new claim was not allocated within %s)\n", len(r.restarts)+1, o.restartTimeout)
 	}
 
 	fmt.Printf("\nmemory of the whole process (API server and its watch cache, embedded etcd, every controller), read from\n" +

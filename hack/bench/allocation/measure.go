@@ -17,32 +17,35 @@ import (
 
 // measure creates n claims one at a time, made by newClaim from offset on,
 // and returns how long each took from create to a watch event showing its
-// record Allocated, and the prefixes the first and the last were given.
-func measure(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n, offset int, newClaim func(int) *networkingv1alpha1.NetworkClaim) ([]time.Duration, [2]string, error) {
+// record Allocated, when each create was sent, and the prefixes the first
+// and the last were given.
+func measure(ctx context.Context, claims clientv1alpha1.NetworkClaimInterface, n, offset int, newClaim func(int) *networkingv1alpha1.NetworkClaim) ([]time.Duration, []time.Time, [2]string, error) {
 	var given [2]string
 	w, err := watchFromNow(ctx, claims)
 	if err != nil {
-		return nil, given, err
+		return nil, nil, given, err
 	}
 	defer w.Stop()
 	out := make([]time.Duration, 0, n)
+	sentAt := make([]time.Time, 0, n)
 	for i := offset; i < offset+n; i++ {
 		c := newClaim(i)
 		sent := time.Now()
 		if _, err := claims.Create(ctx, c, metav1.CreateOptions{}); err != nil {
-			return nil, given, err
+			return nil, nil, given, err
 		}
 		seen, err := waitFor(w, c.Name, allocated, time.Minute)
 		if err != nil {
-			return nil, given, err
+			return nil, nil, given, err
 		}
 		out = append(out, time.Since(sent))
+		sentAt = append(sentAt, sent)
 		if i == offset {
 			given[0] = seen.Status.AddressSpace[0].Prefix
 		}
 		given[1] = seen.Status.AddressSpace[0].Prefix
 	}
-	return out, given, nil
+	return out, sentAt, given, nil
 }
 
 // exactClaim is the i-th measured claim of an exact prefix, a /24 of

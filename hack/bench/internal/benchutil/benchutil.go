@@ -65,6 +65,16 @@ func (p *Process) Stop() error {
 	}
 }
 
+// Exited tells whether the process has exited.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
 // Kill ends the process at once and waits for it.
 func (p *Process) Kill() {
 	select {
