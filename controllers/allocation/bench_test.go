@@ -132,7 +132,7 @@ func BenchmarkRestart(b *testing.B) {
 			}
 		}
 		b.StartTimer()
-		c.restore(ctx)
+		c.queueChecks(c.restore(ctx))
 		checks := c.checks.Len()
 		for c.checks.Len() > 0 {
 			c.checkNext(ctx)

@@ -244,13 +244,18 @@ func (c *Controller) Run(ctx context.Context) {
 	if !cache.WaitForNamedCacheSync(ShortName, ctx.Done(), c.synced) {
 		return
 	}
-	c.restore(ctx)
+	unchecked := c.restore(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { wait.UntilWithContext(ctx, c.decider, time.Second) })
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.statusWorker, time.Second) })
 	}
-	wg.Go(func() { wait.UntilWithContext(ctx, c.checker, time.Second) })
+	wg.Go(func() {
+		// Queued here rather than in restore, so that the decider and the
+		// workers need not wait for 100,000 adds.
+		c.queueChecks(unchecked)
+		wait.UntilWithContext(ctx, c.checker, time.Second)
+	})
 	<-ctx.Done()
 	c.decisions.ShutDown()
 	c.statuses.ShutDown()
@@ -260,20 +265,26 @@ func (c *Controller) Run(ctx context.Context) {
 
 // restore rebuilds the ledger from the claims' status and the write fence
 // from what they store, and decides what is undecided. The claims whose
-// decisions it changed are queued for their status writes; every other
-// claim for a check of its status, behind any write (see checker).
-func (c *Controller) restore(ctx context.Context) {
+// decisions it changed are queued for their status writes; it returns the
+// names of all, for checks of their status (queueChecks) behind any write
+// (see checker).
+func (c *Controller) restore(ctx context.Context) []string {
 	start := time.Now()
 	claims, err := c.lister.List(labels.Everything())
 	utilruntime.Must(err) // a cache lister does not fail
 	specs := make([]claimSpec, 0, len(claims))
+	names := make([]string, 0, len(claims))
 	c.mu.Lock()
+	if len(c.seen) == 0 {
+		c.seen = make(map[string]string, len(claims))
+	}
 	for _, claim := range claims {
 		s := specOf(ctx, claim)
 		s.recorded = recordedOf(claim, s.records)
 		specs = append(specs, s)
 		c.ledger.recordStored(claim.Name, storedAllocations(claim))
 		c.seen[claim.Name] = claim.ResourceVersion
+		names = append(names, claim.Name)
 	}
 	changes := c.ledger.restore(specs)
 	changes = append(changes, c.ledger.expire()...)
@@ -285,8 +296,13 @@ func (c *Controller) restore(ctx context.Context) {
 	klog.FromContext(ctx).V(2).Info("Rebuilt the ledger from status", "claims", len(claims), "allocated", allocated, "waiting", waiting, "newDecisions", len(changes), "duration", time.Since(start))
 	c.report(ctx, changes, nil)
 	setRecordCounts(allocated, waiting)
-	for _, claim := range claims {
-		c.checks.Add(claim.Name)
+	return names
+}
+
+// queueChecks queues the claims for checks of their status.
+func (c *Controller) queueChecks(names []string) {
+	for _, name := range names {
+		c.checks.Add(name)
 	}
 }
 

@@ -59,7 +59,7 @@ func newTestController(t *testing.T, claims ...*networkingv1alpha1.NetworkClaim)
 		}
 		tc.cache(t, claim)
 	}
-	c.restore(t.Context())
+	c.queueChecks(c.restore(t.Context()))
 	return tc
 }
 

@@ -21,7 +21,7 @@ import (
 func (l *ledger) restore(claims []claimSpec) []change {
 	l.held, l.waiting = prefixindex.Index[*record]{}, prefixindex.Index[*record]{}
 	l.waitingFrom = map[string]map[*record]bool{}
-	l.claims = map[string]*claimEntry{}
+	l.claims = make(map[string]*claimEntry, len(claims))
 	l.full = map[*record]fullMark{}
 	l.cooling, l.usage = map[*record][]cooled{}, map[*record]*poolUsage{}
 	l.total = 0
