@@ -26,8 +26,11 @@
 //
 // With -profile DIR it also saves a CPU profile of the first restart (from
 // when the server first answers, for -profile-for), and a CPU profile and
-// an execution trace of the first -profile-for of the exact-prefix
-// latencies, with the slowest samples' offsets into the trace.
+// an execution trace of -profile-for from the start of a pass of
+// exact-prefix claims made before the measured ones, with the slowest
+// samples' offsets into the trace. The tracer stops the world at each of
+// its generations (about every second), so the traced pass's latencies
+// are not the figures.
 package main
 
 import (
@@ -119,6 +122,9 @@ func run(o options) error {
 	if o.present < 2 || o.samples < 1 || o.restarts < 1 || o.workers < 1 || o.connections < 1 {
 		return errors.New("-present must be at least 2, -samples, -restarts, -workers and -connections at least 1")
 	}
+	if o.samples+o.restarts > tracedOffset {
+		return fmt.Errorf("-samples and -restarts add up to at most %d", tracedOffset)
+	}
 	dir, err := os.MkdirTemp("", "bench-allocation-")
 	if err != nil {
 		return err
@@ -181,25 +187,17 @@ func run(o options) error {
 		return err
 	}
 
-	fmt.Fprintln(os.Stderr, "measuring")
-	profiled := make(chan error, 1)
-	profiled <- nil
-	profiledFrom := time.Now()
+	traced := 0
 	if o.profile != "" {
-		<-profiled
-		go func() { profiled <- profileLatencies(ctx, admin, cp, o) }()
-	}
-	var sent []time.Time
-	if r.exact, sent, _, err = measure(ctx, claims, o.samples, 0, exactClaim); err != nil {
-		return err
-	}
-	if err := <-profiled; err != nil {
-		return err
-	}
-	if o.profile != "" {
-		if err := writeSlowest(filepath.Join(o.profile, "exact-slowest.txt"), profiledFrom, o.profileFor, r.exact, sent); err != nil {
+		fmt.Fprintln(os.Stderr, "profiling and tracing a pass of exact prefixes (not counted in the figures)")
+		if err := profileExact(ctx, admin, cp, claims, o); err != nil {
 			return err
 		}
+		traced = o.samples
+	}
+	fmt.Fprintln(os.Stderr, "measuring")
+	if r.exact, _, _, err = measure(ctx, claims, o.samples, 0, exactClaim); err != nil {
+		return err
 	}
 	if pools {
 		if r.pooled, _, r.pooledGiven, err = measure(ctx, claims, o.samples, 0, pooledClaim); err != nil {
@@ -209,7 +207,7 @@ func run(o options) error {
 	if r.promotions, err = measurePromotion(ctx, claims, promotionSamples); err != nil {
 		return err
 	}
-	r.claims = o.present + len(r.exact) + len(r.pooled) + len(r.promotions) // waiters stay
+	r.claims = o.present + traced + len(r.exact) + len(r.pooled) + len(r.promotions) // waiters stay
 
 	for i := range o.restarts {
 		fmt.Fprintf(os.Stderr, "restart %d/%d\n", i+1, o.restarts)

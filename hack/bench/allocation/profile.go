@@ -12,21 +12,37 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/rest"
 
+	clientv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/hack/bench/internal/benchutil"
 )
 
-// profileLatencies saves a CPU profile and an execution trace of the
-// control plane for the next o.profileFor into o.profile, while the
-// latencies are measured.
-func profileLatencies(ctx context.Context, admin rest.Interface, cp *benchutil.Process, o options) error {
+// tracedOffset is the index of the first claim of the traced pass: its
+// claims come after the measured ones (exactClaim's prefixes reach up to
+// 4095 claims).
+const tracedOffset = 2048
+
+// profileExact creates o.samples exact-prefix claims one at a time, as
+// measure does, while a CPU profile and an execution trace of the control
+// plane are taken for o.profileFor into o.profile, and writes the slowest
+// of them with their offsets into the trace. It returns once the trace is
+// saved, so that the tracer is off for what is measured next.
+func profileExact(ctx context.Context, admin rest.Interface, cp *benchutil.Process, claims clientv1alpha1.NetworkClaimInterface, o options) error {
 	var g errgroup.Group
+	from := time.Now()
 	g.Go(func() error {
 		return saveProfile(ctx, admin, cp, "profile", o.profileFor, filepath.Join(o.profile, "exact-cpu.pb.gz"))
 	})
 	g.Go(func() error {
 		return saveProfile(ctx, admin, cp, "trace", o.profileFor, filepath.Join(o.profile, "exact-trace.out"))
 	})
-	return g.Wait()
+	took, sent, _, err := measure(ctx, claims, o.samples, tracedOffset, exactClaim)
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	return writeSlowest(filepath.Join(o.profile, "exact-slowest.txt"), from, o.profileFor, took, sent)
 }
 
 // writeSlowest writes the samples slower than the p99 goal that were sent
