@@ -75,6 +75,7 @@ type options struct {
 	keep                     bool
 	profile                  string
 	profileFor               time.Duration
+	stages                   bool
 	// port is the control plane's secure port.
 	port int
 }
@@ -98,6 +99,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the data dir and the control plane's logs, and print where")
 	flag.StringVar(&o.profile, "profile", "", "save CPU profiles of the first restart and of the exact-prefix latencies, and an execution trace of the latter, into this directory")
 	flag.DurationVar(&o.profileFor, "profile-for", 20*time.Second, "how long each -profile profile and trace runs")
+	flag.BoolVar(&o.stages, "stages", false, "also report, from the control plane's /metrics, how many observations of each step of create to Allocated took over 10 and 20 ms during each latency measurement")
 	flag.Parse()
 	if err := run(o); err != nil {
 		benchutil.Fail(err)
@@ -111,6 +113,9 @@ type results struct {
 	pooledGiven               [2]string // the first and last measured pool record's prefix
 	claims                    int       // after the restarts
 	restarts                  []restart
+	// stages are the steps' histograms before and after the exact and
+	// the pool measurements, with -stages.
+	stages [2][2]histograms
 	// restartTimedOut: after the last restart a new claim was not
 	// allocated within restartTimeout.
 	restartTimedOut          bool
@@ -196,11 +201,23 @@ func run(o options) error {
 		traced = o.samples
 	}
 	fmt.Fprintln(os.Stderr, "measuring")
+	if err := r.readStages(ctx, o, admin, 0, 0); err != nil {
+		return err
+	}
 	if r.exact, _, _, err = measure(ctx, claims, o.samples, 0, exactClaim); err != nil {
 		return err
 	}
+	if err := r.readStages(ctx, o, admin, 0, 1); err != nil {
+		return err
+	}
 	if pools {
+		if err := r.readStages(ctx, o, admin, 1, 0); err != nil {
+			return err
+		}
 		if r.pooled, _, r.pooledGiven, err = measure(ctx, claims, o.samples, 0, pooledClaim); err != nil {
+			return err
+		}
+		if err := r.readStages(ctx, o, admin, 1, 1); err != nil {
 			return err
 		}
 	}
@@ -262,6 +279,17 @@ func run(o options) error {
 
 	report(o, r)
 	return nil
+}
+
+// readStages reads the steps' histograms, with -stages, into
+// r.stages[measurement][when].
+func (r *results) readStages(ctx context.Context, o options, admin rest.Interface, measurement, when int) error {
+	if !o.stages {
+		return nil
+	}
+	h, err := readStages(ctx, admin)
+	r.stages[measurement][when] = h
+	return err
 }
 
 // newClients returns n clientsets for the kubeconfig, each with its own
@@ -387,6 +415,13 @@ func report(o options, r results) {
 	}
 	if r.restartTimedOut && len(r.restarts) > 0 {
 		fmt.Printf("  (and after restart %d, a new claim was not allocated within %s)\n", len(r.restarts)+1, o.restartTimeout)
+	}
+
+	if o.stages {
+		reportStages("create to Allocated, exact prefix", r.stages[0][0], r.stages[0][1])
+		if l.pooled > 0 {
+			reportStages(fmt.Sprintf("create to Allocated, /%d from the pool", poolLength), r.stages[1][0], r.stages[1][1])
+		}
 	}
 
 	fmt.Printf("\nmemory of the whole process (API server and its watch cache, embedded etcd, every controller), read from\n" +
