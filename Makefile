@@ -33,9 +33,9 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION)))
 LDFLAGS := -X $(MODULE)/controlplane.version=$(VERSION) $(KUBE_LDFLAGS)
-# Our API types and client are modules of their own (docs/architecture.md,
+# Our API types, client and test launcher are modules of their own (docs/architecture.md,
 # "Modules"): go ./... in the main module does not reach them.
-API_MODULES := apis client
+API_MODULES := apis client testenv
 TEST_TIMEOUT ?= 25m
 E2E_TIMEOUT ?= 30m
 E2E_ARGS ?=

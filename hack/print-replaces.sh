@@ -56,5 +56,6 @@ cat <<EOF
 	${MODULE} => ${CHECKOUT}
 	${MODULE}/apis => ${CHECKOUT}/apis
 	${MODULE}/client => ${CHECKOUT}/client
+	${MODULE}/testenv => ${CHECKOUT}/testenv
 )
 EOF

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
+	"sigs.k8s.io/sample-generic-controlplane/testenv/install"
 )
 
 func init() {
@@ -115,7 +117,7 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	}
 	// Read the CRDs first: a missing file should fail the test before it
 	// pays for a server.
-	crds, err := readCRDs(opts.CRDPaths)
+	crds, err := install.ReadCRDs(opts.CRDPaths...)
 	if err != nil {
 		return nil, fmt.Errorf("Options.CRDPaths: %w", err)
 	}
@@ -184,7 +186,7 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	}
 	cfg.QPS, cfg.Burst = -1, 0 // tests are not to be throttled client-side
 	s.ClientConfig = cfg
-	if _, err := installCRDs(ctx, cfg, crds, opts.StartTimeout); err != nil {
+	if _, err := install.InstallCRDs(ctx, cfg, crds, opts.StartTimeout); err != nil {
 		return nil, utilerrors.NewAggregate([]error{fmt.Errorf("Options.CRDPaths: %w", err), s.Stop()})
 	}
 	return s, nil
@@ -221,6 +223,18 @@ func snapshotFeatureGates() func() error {
 		}
 		return utilfeature.DefaultMutableFeatureGate.SetFromMap(changed)
 	}
+}
+
+// InstallCRDs creates the CRDs found in paths (files or directories, as
+// Options.CRDPaths) or updates those that exist, and waits until all are
+// served (install.InstallCRDs says what that means), at most the server's
+// StartTimeout. It returns the CRDs as the server has them, in the order read.
+func (s *TestServer) InstallCRDs(ctx context.Context, paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	installed, err := install.CRDs(ctx, s.ClientConfig, s.startTimeout, paths...)
+	if err != nil {
+		return nil, fmt.Errorf("InstallCRDs: %w", err)
+	}
+	return installed, nil
 }
 
 // ClientConfigFor returns a client configuration that authenticates as user

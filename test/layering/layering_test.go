@@ -1,7 +1,7 @@
 // Package layering checks the import rules of DESIGN.md: consumers of our
 // API must never pull in k8s.io/kubernetes.
 //
-// apis/ and client/ are modules of their own, so the rule is structural: their
+// apis/, client/ and testenv/ are modules of their own, so the rule is structural: their
 // go.mod files do not require k8s.io/kubernetes, and an import of it, in code
 // or in a test, does not build there. This test keeps it so (a require added
 // by go mod tidy would make it build again); test/consumers proves that a
@@ -23,6 +23,7 @@ func TestAPIAndClientDoNotImportKubernetes(t *testing.T) {
 	}{
 		{name: "apis", dir: "apis"},
 		{name: "client", dir: "client"},
+		{name: "testenv", dir: "testenv"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,4 +1,10 @@
-package testing
+// Package install puts what a test needs into a running control plane, ours
+// or any other: CustomResourceDefinitions read from files, and the suite's
+// admission and conversion webhooks pointed at a local server. Both test
+// servers of sample-generic-controlplane (the in-process one in
+// controlplane/testing and the launcher in testenv) use it, and so may a
+// suite that keeps its own envtest.Environment.
+package install
 
 import (
 	"bufio"
@@ -49,24 +55,18 @@ var crdDecoder = func() runtime.Decoder {
 
 var crdGroupKind = apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition").GroupKind()
 
-// InstallCRDs creates the CRDs found in paths (files or directories, as
-// Options.CRDPaths) or updates those that exist, and waits until all are
-// established, their resources are in discovery, so that a RESTMapper
-// created afterwards maps them, and every served version answers. It waits at most the server's StartTimeout.
-// It returns the CRDs as the server has them, in the order read.
-func (s *TestServer) InstallCRDs(ctx context.Context, paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	crds, err := readCRDs(paths)
+// CRDs reads the CRDs in paths (ReadCRDs), creates them or updates those
+// that exist, and waits at most timeout until they are served (Wait). It
+// returns the CRDs as the server has them, in the order read.
+func CRDs(ctx context.Context, cfg *rest.Config, timeout time.Duration, paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	crds, err := ReadCRDs(paths...)
 	if err != nil {
-		return nil, fmt.Errorf("InstallCRDs: %w", err)
+		return nil, err
 	}
-	installed, err := installCRDs(ctx, s.ClientConfig, crds, s.startTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("InstallCRDs: %w", err)
-	}
-	return installed, nil
+	return InstallCRDs(ctx, cfg, crds, timeout)
 }
 
-// readCRDs reads the CRDs in paths, as envtest's CRDInstallOptions.Paths:
+// ReadCRDs reads the CRDs in paths, as envtest's CRDInstallOptions.Paths:
 // a directory is read for its .yaml, .yml and .json files, not recursively;
 // a file may hold several YAML documents. Unlike envtest it fails on what a
 // test author did not mean: a path that does not exist, a directory with no
@@ -74,7 +74,7 @@ func (s *TestServer) InstallCRDs(ctx context.Context, paths ...string) ([]*apiex
 // skips those silently, so a CRD written as v1beta1 or a kustomization.yaml
 // next to the CRDs would leave the test without its API and no word why),
 // and one CRD name defined twice (envtest keeps the last one).
-func readCRDs(paths []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+func ReadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var (
 		crds  []*apiextensionsv1.CustomResourceDefinition
 		from  = map[string]string{} // CRD name → where it was read
@@ -229,8 +229,12 @@ func describeKind(gvk *schema.GroupVersionKind) string {
 	return fmt.Sprintf("kind %s (apiVersion %s)", gvk.Kind, gvk.GroupVersion())
 }
 
-// installCRDs creates or updates crds and waits until they are served.
-func installCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition, timeout time.Duration) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+// InstallCRDs creates crds or updates those that exist (a server restarted
+// on the same data dir, or a CRD installed twice) to what they say now, and
+// waits at most timeout until all are served: established, their resources
+// in discovery, so that a RESTMapper created afterwards maps them, and every
+// served version answering. It returns the CRDs as the server has them.
+func InstallCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition, timeout time.Duration) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	if len(crds) == 0 {
 		return nil, nil
 	}
