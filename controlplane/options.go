@@ -102,6 +102,11 @@ func NewOptions() *Options {
 	cp := genericserver.NewOptions()
 	cp.SecureServing.BindAddress = net.ParseIP(DefaultBindAddress)
 	cp.SecureServing.BindPort = DefaultSecurePort
+	// Port 0 asks Listen for a free port, which the admin kubeconfig and
+	// Server.URL then name. Upstream's validation refuses 0 when serving is
+	// Required (it would mean "no HTTPS"); Listen always creates the
+	// listener, so serving never turns off here.
+	cp.SecureServing.Required = false
 	cp.SecureServing.ServerCert.CertDirectory = ""
 	cp.Authorization.Modes = []string{authzmodes.ModeRBAC}
 	cp.Etcd.StorageConfig.Transport.ServerList = nil
@@ -142,6 +147,10 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	o.ControlPlane.AddFlags(fss)
 	if f := fss.FlagSet("etcd").Lookup("etcd-servers"); f != nil && o.EmbeddedEtcd != nil {
 		f.Usage += " Leave empty (the default) to run an embedded etcd member under --data-dir."
+	}
+	if f := fss.FlagSet("secure serving").Lookup("secure-port"); f != nil {
+		// Upstream's text for a port that is not Required says 0 turns HTTPS off.
+		f.Usage = "The port on which to serve HTTPS with authentication and authorization. 0 picks a free port, which admin.kubeconfig and the ready message name."
 	}
 
 	fs := fss.FlagSet("control plane")

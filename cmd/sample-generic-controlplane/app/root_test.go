@@ -1,9 +1,12 @@
 package app
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	logsapi "k8s.io/component-base/logs/api/v1"
 )
 
@@ -125,6 +131,67 @@ func TestSecurePortInUse(t *testing.T) {
 	defer f.Close() //nolint:errcheck
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		t.Errorf("data dir still locked after the command failed: %v", err)
+	}
+}
+
+// --secure-port=0 serves on a free port, and what the server prints and
+// writes names that port: test launchers start the binary so, to never race
+// each other for one.
+func TestSecurePortZeroPicksAFreePort(t *testing.T) {
+	cmd := NewCommand()
+	stdout, stdoutWriter := io.Pipe()
+	var stderr bytes.Buffer
+	cmd.SetArgs([]string{"--data-dir=" + filepath.Join(t.TempDir(), "data"), "--secure-port=0", "--bind-address=127.0.0.1"})
+	cmd.SetOut(stdoutWriter)
+	cmd.SetErr(&stderr)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		err := cmd.ExecuteContext(ctx)
+		stdoutWriter.Close() //nolint:errcheck // never fails
+		done <- err
+	}()
+
+	// The ready message: the API server's URL, then the kubeconfig.
+	var printedURL, kubeconfig string
+	lines := bufio.NewScanner(stdout)
+	for kubeconfig == "" && lines.Scan() {
+		line := lines.Text()
+		if rest, ok := strings.CutPrefix(line, "  API server: "); ok {
+			printedURL = rest
+		}
+		if rest, ok := strings.CutPrefix(line, "  export KUBECONFIG="); ok {
+			kubeconfig = rest
+		}
+	}
+	go io.Copy(io.Discard, stdout) //nolint:errcheck // the rest, until the command returns
+	if kubeconfig == "" {
+		cancel()
+		t.Fatalf("no ready message; the command returned %v\n%s", <-done, stderr.String())
+	}
+	u, err := url.Parse(printedURL)
+	if err != nil || u.Port() == "" || u.Port() == "0" {
+		t.Errorf("the ready message names API server %q, want the port it serves on", printedURL)
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if config.Host != printedURL {
+		t.Errorf("%s names server %s, the ready message %s", kubeconfig, config.Host, printedURL)
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Namespaces().Get(t.Context(), "kube-system", metav1.GetOptions{}); err != nil {
+		t.Errorf("reading kube-system through %s: %v", kubeconfig, err)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("the command stopped with %v\n%s", err, stderr.String())
 	}
 }
 
