@@ -91,6 +91,8 @@ type leafSpec struct {
 	usages       []x509.ExtKeyUsage
 	// withCA writes the authority's certificate after the leaf's.
 	withCA bool
+	// validity is how long the certificate lasts; leafValidity if zero.
+	validity time.Duration
 }
 
 // addHosts adds DNS names and IPs, each once.
@@ -116,6 +118,10 @@ func (a *Authority) issue(spec leafSpec) (*x509.Certificate, crypto.Signer, erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("generating serial number: %w", err)
 	}
+	validity := spec.validity
+	if validity == 0 {
+		validity = leafValidity
+	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
@@ -124,7 +130,7 @@ func (a *Authority) issue(spec leafSpec) (*x509.Certificate, crypto.Signer, erro
 		IPAddresses:  spec.ips,
 		// Backdate a little so a clock that is slightly behind still accepts it.
 		NotBefore:   now.Add(-5 * time.Minute).UTC(),
-		NotAfter:    now.Add(leafValidity).UTC(),
+		NotAfter:    now.Add(validity).UTC(),
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: spec.usages,
 	}
@@ -140,9 +146,27 @@ func (a *Authority) issue(spec leafSpec) (*x509.Certificate, crypto.Signer, erro
 }
 
 // IssueClientCertificate returns a PEM certificate and key that authenticate
-// as user in groups to a server trusting this authority.
+// as user in groups to a server trusting this authority, for a year.
 func (a *Authority) IssueClientCertificate(user string, groups []string) (certPEM, keyPEM []byte, err error) {
-	cert, key, err := a.issue(leafSpec{commonName: user, organization: groups, usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	return a.issueClient(user, groups, leafValidity)
+}
+
+// IssueClientCertificateValidFor is IssueClientCertificate for a
+// certificate that lasts validity. It fails when validity is not positive,
+// or when the certificate would outlast the authority: the server refuses
+// it once the CA has expired, whatever the certificate says.
+func (a *Authority) IssueClientCertificateValidFor(user string, groups []string, validity time.Duration) (certPEM, keyPEM []byte, err error) {
+	if validity <= 0 {
+		return nil, nil, fmt.Errorf("a certificate's validity must be positive, got %s", validity)
+	}
+	if time.Now().Add(validity).After(a.Cert.NotAfter) {
+		return nil, nil, fmt.Errorf("a certificate valid for %s would outlast the CA, which expires at %s: ask for at most %s", validity, a.Cert.NotAfter.UTC().Format(time.RFC3339), time.Until(a.Cert.NotAfter).Truncate(time.Hour))
+	}
+	return a.issueClient(user, groups, validity)
+}
+
+func (a *Authority) issueClient(user string, groups []string, validity time.Duration) (certPEM, keyPEM []byte, err error) {
+	cert, key, err := a.issue(leafSpec{commonName: user, organization: groups, usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, validity: validity})
 	if err != nil {
 		return nil, nil, err
 	}

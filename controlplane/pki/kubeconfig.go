@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -37,19 +38,42 @@ func EnsureAdminKubeconfig(path, serverURL string, pki *PKI) error {
 			return fmt.Errorf("issuing admin client certificate: %w", err)
 		}
 	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[contextName] = &clientcmdapi.Cluster{Server: serverURL, CertificateAuthorityData: pki.CA.CertPEM()}
-	cfg.AuthInfos[AdminUser] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
-	cfg.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: AdminUser}
-	cfg.CurrentContext = contextName
-	data, err := clientcmd.Write(*cfg)
+	data, err := kubeconfig(serverURL, pki.CA, AdminUser, certPEM, keyPEM)
 	if err != nil {
-		return fmt.Errorf("encoding kubeconfig: %w", err)
+		return err
 	}
 	if existing, err := os.ReadFile(path); err == nil && string(existing) == string(data) {
 		return nil
 	}
 	return atomicfile.Write(path, data, 0o600)
+}
+
+// UserKubeconfig returns a kubeconfig that reaches serverURL, verifies the
+// server against ca and authenticates as user in groups with a new client
+// certificate that ca issues for validity (IssueClientCertificateValidFor).
+// Such a user may do nothing until an RBAC binding names it or one of its
+// groups.
+func UserKubeconfig(serverURL string, ca *Authority, user string, groups []string, validity time.Duration) ([]byte, error) {
+	certPEM, keyPEM, err := ca.IssueClientCertificateValidFor(user, groups, validity)
+	if err != nil {
+		return nil, fmt.Errorf("issuing a client certificate for %q: %w", user, err)
+	}
+	return kubeconfig(serverURL, ca, user, certPEM, keyPEM)
+}
+
+// kubeconfig encodes a kubeconfig of one cluster, serverURL verified
+// against ca, and one user with a client certificate.
+func kubeconfig(serverURL string, ca *Authority, user string, certPEM, keyPEM []byte) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[contextName] = &clientcmdapi.Cluster{Server: serverURL, CertificateAuthorityData: ca.CertPEM()}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: user}
+	cfg.CurrentContext = contextName
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encoding kubeconfig: %w", err)
+	}
+	return data, nil
 }
 
 // reusableAdminCredentials returns the client certificate and key of the

@@ -285,3 +285,41 @@ func issueClient(t *testing.T, ca *Authority, user string, groups []string) (cer
 	}
 	return certPEM, keyPEM
 }
+
+func TestUserKubeconfig(t *testing.T) {
+	p := ensurePKI(t, t.TempDir(), testHosts)
+	const server = "https://127.0.0.1:7443"
+	data, err := UserKubeconfig(server, p.CA, "alice", []string{"dev", "ops"}, 2*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	if ctx == nil || ctx.AuthInfo != "alice" || cfg.Clusters[ctx.Cluster] == nil || cfg.AuthInfos["alice"] == nil {
+		t.Fatalf("current context %q does not name user alice and a cluster:\n%s", cfg.CurrentContext, data)
+	}
+	cluster, auth := cfg.Clusters[ctx.Cluster], cfg.AuthInfos["alice"]
+	if cluster.Server != server || !bytes.Equal(cluster.CertificateAuthorityData, p.CA.CertPEM()) {
+		t.Errorf("cluster: server %q and %d bytes of CA, want %q and the CA", cluster.Server, len(cluster.CertificateAuthorityData), server)
+	}
+	cert := parseCertPEM(t, auth.ClientCertificateData)
+	if cert.Subject.CommonName != "alice" || !slices.Equal(slices.Sorted(slices.Values(cert.Subject.Organization)), []string{"dev", "ops"}) {
+		t.Errorf("client certificate for CN %q O %q, want alice in dev and ops", cert.Subject.CommonName, cert.Subject.Organization)
+	}
+	if remaining := time.Until(cert.NotAfter); remaining > 2*time.Hour || remaining < time.Hour {
+		t.Errorf("client certificate expires in %s, want 2h", remaining)
+	}
+	if err := verify(cert, p.CA, "", x509.ExtKeyUsageClientAuth); err != nil {
+		t.Errorf("client certificate does not verify against the CA: %v", err)
+	}
+	if _, err := tls.X509KeyPair(auth.ClientCertificateData, auth.ClientKeyData); err != nil {
+		t.Errorf("client certificate and key are not a pair: %v", err)
+	}
+
+	if _, err := UserKubeconfig(server, p.CA, "alice", nil, 0); err == nil || !strings.Contains(err.Error(), `issuing a client certificate for "alice": a certificate's validity must be positive`) {
+		t.Errorf("UserKubeconfig with no validity: %v", err)
+	}
+}

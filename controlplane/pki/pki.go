@@ -21,8 +21,11 @@ import (
 // --requestheader-allowed-names.
 const FrontProxyClientName = "front-proxy-client"
 
-// etcdCAName names the etcd peer CA's files.
-const etcdCAName = "etcd-ca"
+// caName names the cluster CA's files; etcdCAName the etcd peer CA's.
+const (
+	caName     = "ca"
+	etcdCAName = "etcd-ca"
+)
 
 // PKI is the set of credentials of one control plane, under <data-dir>/pki.
 type PKI struct {
@@ -85,7 +88,7 @@ func Ensure(dir string, hosts Hosts) (*PKI, error) {
 	errs := make([]error, 4)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		p.CA, errs[0] = ensureAuthorityAndLeaf(dir, "ca", "sample-generic-controlplane-ca", "serving certificate", p.ServingCertFile, p.ServingKeyFile, serving)
+		p.CA, errs[0] = ensureAuthorityAndLeaf(dir, caName, "sample-generic-controlplane-ca", "serving certificate", p.ServingCertFile, p.ServingKeyFile, serving)
 	})
 	wg.Go(func() {
 		p.FrontProxyCA, errs[1] = ensureAuthorityAndLeaf(dir, "front-proxy-ca", "sample-generic-controlplane-front-proxy-ca", "front proxy client certificate", p.ProxyClientCertFile, p.ProxyClientKeyFile, proxyClient)
@@ -117,6 +120,20 @@ func Paths(dir string) *PKI {
 		ServiceAccountKeyFile:       filepath.Join(dir, "sa.key"),
 		ServiceAccountPublicKeyFile: filepath.Join(dir, "sa.pub"),
 	}
+}
+
+// LoadCA reads the cluster CA (the PKI's CA) from the PKI directory dir,
+// for a program that issues client certificates beside a running control
+// plane. Unlike Ensure it creates nothing: when the CA's files do not exist
+// the error wraps os.ErrNotExist.
+func LoadCA(dir string) (*Authority, error) {
+	a := &Authority{CertFile: filepath.Join(dir, caName+".crt"), KeyFile: filepath.Join(dir, caName+".key")}
+	cert, key, err := loadPair(a.CertFile, a.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("CA: %w", err)
+	}
+	a.Cert, a.Key = cert, key
+	return a, nil
 }
 
 // EtcdCAFile is the etcd peer CA's certificate in the PKI directory dir.

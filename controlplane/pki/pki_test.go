@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -682,5 +683,59 @@ func checkMode(t *testing.T, path string, want os.FileMode) {
 	}
 	if got := info.Mode().Perm(); got != want {
 		t.Errorf("%s has mode %o, want %o", path, got, want)
+	}
+}
+
+func TestIssueClientCertificateValidFor(t *testing.T) {
+	p := ensurePKI(t, t.TempDir(), testHosts)
+	for _, tc := range []struct {
+		name     string
+		validity time.Duration
+		// wantErr is the error's beginning, "" for none.
+		wantErr string
+	}{
+		{name: "two hours", validity: 2 * time.Hour},
+		{name: "zero", validity: 0, wantErr: "a certificate's validity must be positive, got 0s"},
+		{name: "negative", validity: -time.Hour, wantErr: "a certificate's validity must be positive, got -1h0m0s"},
+		// The CA lasts ten years.
+		{name: "past the CA", validity: 11 * 365 * 24 * time.Hour, wantErr: "a certificate valid for 96360h0m0s would outlast the CA, which expires at "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			certPEM, _, err := p.CA.IssueClientCertificateValidFor("alice", []string{"dev"}, tc.validity)
+			if tc.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
+					t.Fatalf("IssueClientCertificateValidFor(%s): %v, want %q", tc.validity, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			cert := parseCertPEM(t, certPEM)
+			if remaining := time.Until(cert.NotAfter); remaining < tc.validity-time.Minute || remaining > tc.validity {
+				t.Errorf("certificate expires in %s, want %s", remaining, tc.validity)
+			}
+			if err := verify(cert, p.CA, "", x509.ExtKeyUsageClientAuth); err != nil {
+				t.Errorf("client certificate does not verify against the CA: %v", err)
+			}
+		})
+	}
+}
+
+func TestLoadCA(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := LoadCA(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("LoadCA of an empty directory: %v, want an error wrapping os.ErrNotExist", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("LoadCA created %d files", len(entries))
+	}
+	p := ensurePKI(t, dir, testHosts)
+	ca, err := LoadCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ca.Cert.Equal(p.CA.Cert) || !publicKeysEqual(ca.Key.Public(), p.CA.Key.Public()) || ca.CertFile != p.CA.CertFile || ca.KeyFile != p.CA.KeyFile {
+		t.Errorf("LoadCA loaded another CA than Ensure created: %s and %s", ca.CertFile, ca.KeyFile)
 	}
 }

@@ -221,7 +221,7 @@ func TestHelpListsOurFlagsAndCommands(t *testing.T) {
 	}
 	for _, want := range []string{"--data-dir", "--tls-san", "--embedded-etcd-quota-bytes", "--etcd-servers", "--secure-port",
 		"--embedded-etcd-snapshot-schedule", "--embedded-etcd-snapshot-retention",
-		"\n  controllers ", "\n  registry ", "\n  snapshot ", "\n  version "} {
+		"\n  controllers ", "\n  registry ", "\n  snapshot ", "\n  version ", "\n  kubeconfig "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help does not mention %s", want)
 		}
