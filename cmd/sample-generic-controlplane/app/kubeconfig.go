@@ -81,7 +81,7 @@ certificate cannot be revoked: keep --validity short. A group of system:masters 
 	var fss cliflag.NamedFlagSets
 	addDataDirFlag(&fss, &o.dataDir, "Data dir whose CA issues the certificate, and whose admin.kubeconfig names the server.")
 	fs := fss.FlagSet("user")
-	fs.StringSliceVar(&o.groups, "group", o.groups, "A group the user is in (the certificate's O); repeat it, or separate groups with commas, for several.")
+	fs.StringArrayVar(&o.groups, "group", o.groups, "A group the user is in (the certificate's O), as written: repeat the flag for several groups.")
 	fs.DurationVar(&o.validity, "validity", o.validity, "How long the certificate lasts, e.g. 1h or 720h; at most until the CA expires.")
 	fs.StringVarP(&o.output, "output", "o", o.output, "File to write the kubeconfig to (mode 0600) instead of stdout.")
 	addFlagSets(cmd, fss)

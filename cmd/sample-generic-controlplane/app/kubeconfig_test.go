@@ -70,8 +70,8 @@ func TestKubeconfigUserBadArguments(t *testing.T) {
 func TestKubeconfigUser(t *testing.T) {
 	dataDir, ca := userDataDir(t)
 
-	// On stdout, by default.
-	out, err := execute(t, "kubeconfig", "user", "alice", "--group=developers", "--group=ops,audit", "--validity=2h", "--data-dir="+dataDir)
+	// On stdout, by default. A group is taken as written, commas and all.
+	out, err := execute(t, "kubeconfig", "user", "alice", "--group=developers", "--group=ops", "--group=audit,billing", "--validity=2h", "--data-dir="+dataDir)
 	if err != nil {
 		t.Fatalf("kubeconfig user: %v\n%s", err, out)
 	}
@@ -79,7 +79,7 @@ func TestKubeconfigUser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubeconfig user printed no kubeconfig: %v\n%s", err, out)
 	}
-	checkUserKubeconfig(t, config, ca, "alice", []string{"audit", "developers", "ops"}, 2*time.Hour)
+	checkUserKubeconfig(t, config, ca, "alice", []string{"audit,billing", "developers", "ops"}, 2*time.Hour)
 
 	// In a file only its owner reads, also when it was readable before.
 	file := filepath.Join(t.TempDir(), "bob.kubeconfig")
