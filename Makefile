@@ -68,8 +68,9 @@ etcd:
 run: build
 	$(BINARY) $(ARGS)
 
+# testenv's tests start the binary (SGCP_BINARY): without one they fail, saying how to get one.
 test: build kubectl sample-apiserver
-	for m in $(API_MODULES); do (cd $$m && $(GO) test -timeout $(TEST_TIMEOUT) ./...) || exit 1; done
+	for m in $(API_MODULES); do (cd $$m && SGCP_BINARY=$(BINARY) $(GO) test -timeout $(TEST_TIMEOUT) ./...) || exit 1; done
 	SGCP_BINARY=$(BINARY) SGCP_KUBECTL=$(KUBECTL) SGCP_SAMPLE_APISERVER=$(SAMPLE_APISERVER) $(GO) test -timeout $(TEST_TIMEOUT) ./...
 
 # Every spec on every provider that can run it (docs/testing.md). The fault
