@@ -11,6 +11,7 @@ package consumers
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -57,9 +58,50 @@ replace (
 			t.Errorf("the consumer's build includes %s", dep)
 		}
 	}
+	checkNoKubernetesModule(t, dir, "apis/ or client/")
+}
+
+// A controller-runtime suite on the launcher (testenv) needs a require of
+// the testenv module and nothing else: no replace of a k8s.io module, no
+// k8s.io/kubernetes. Its garbage collection and namespace deletion are
+// observed through a small reconciler. It runs the binary that
+// $SGCP_BINARY names (make test sets it).
+func TestLauncherConsumer(t *testing.T) {
+	root := checkout(t)
+	dir := scratchModule(t, root, "launcher-consumer", fmt.Sprintf(`require (
+	%[1]s/testenv %[2]s
+	%[3]s
+)
+
+replace %[1]s/testenv => %[4]s
+`, module, placeholder, controllerRuntime, filepath.Join(root, "testenv")))
+
+	goCmd(t, dir, "mod", "tidy")
+	var gomod struct {
+		Replace []struct{ Old struct{ Path string } }
+	}
+	if err := json.Unmarshal([]byte(goCmd(t, dir, "mod", "edit", "-json")), &gomod); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range gomod.Replace {
+		if r.Old.Path != module+"/testenv" {
+			t.Errorf("the consumer's go.mod replaces %s: it must need no replace but of our unpublished module", r.Old.Path)
+		}
+	}
+	checkNoKubernetesModule(t, dir, "testenv/")
+	checkControllerRuntimeMatches(t, root, dir)
+	goCmd(t, dir, "vet", "./...")
+	goCmd(t, dir, "test", "-count=1", "-timeout=5m", "./...")
+}
+
+// checkNoKubernetesModule fails the test when the module graph of the
+// module in dir includes k8s.io/kubernetes; suspects are the modules of
+// ours it requires.
+func checkNoKubernetesModule(t *testing.T, dir, suspects string) {
+	t.Helper()
 	for _, m := range strings.Split(strings.TrimSpace(goCmd(t, dir, "list", "-m", "all")), "\n") {
 		if path, _, _ := strings.Cut(m, " "); isKubernetes(path) {
-			t.Errorf("the consumer's module graph includes %s: does apis/ or client/ require it?", m)
+			t.Errorf("the consumer's module graph includes %s: does %s require it?", m, suspects)
 		}
 	}
 }
@@ -73,8 +115,17 @@ func TestControllerRuntimeExample(t *testing.T) {
 	dir := scratchModule(t, root, "controller-runtime-example", replaces+"\nrequire "+controllerRuntime+"\n")
 
 	goCmd(t, dir, "mod", "tidy")
-	// controller-runtime's go.mod requires the k8s.io modules of the
-	// Kubernetes minor it was released for.
+	checkControllerRuntimeMatches(t, root, dir)
+	goCmd(t, dir, "vet", "./...")
+	goCmd(t, dir, "test", "-count=1", "-timeout=5m", "./...")
+}
+
+// checkControllerRuntimeMatches fails the test unless the controller-runtime
+// release that the module in dir requires is the one for our Kubernetes
+// minor: its go.mod requires the k8s.io modules of the minor it was
+// released for.
+func checkControllerRuntimeMatches(t *testing.T, root, dir string) {
+	t.Helper()
 	kubernetes := goCmd(t, root, "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes")
 	crPath, crVersion, _ := strings.Cut(controllerRuntime, " ")
 	var crClientGo string
@@ -86,8 +137,6 @@ func TestControllerRuntimeExample(t *testing.T) {
 	if minor(crClientGo) != minor(kubernetes) {
 		t.Fatalf("%s requires k8s.io/client-go %s, for another Kubernetes minor than our %s: choose the controller-runtime release for ours (go list -m -versions %s)", controllerRuntime, crClientGo, kubernetes, crPath)
 	}
-	goCmd(t, dir, "vet", "./...")
-	goCmd(t, dir, "test", "-count=1", "-timeout=5m", "./...")
 }
 
 // docs/embedding.md shows the example and the go.mod lines; they must be
