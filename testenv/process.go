@@ -174,14 +174,12 @@ func (p *process) tail() string {
 		return "  (" + err.Error() + ")"
 	}
 	defer f.Close() //nolint:errcheck // read only
-	var data []byte
 	if info, err := f.Stat(); err == nil && info.Size() > tailBytes {
-		_, err = f.Seek(info.Size()-tailBytes, io.SeekStart)
-		if err != nil {
+		if _, err := f.Seek(info.Size()-tailBytes, io.SeekStart); err != nil {
 			return "  (" + err.Error() + ")"
 		}
 	}
-	data, err = io.ReadAll(f)
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return "  (" + err.Error() + ")"
 	}

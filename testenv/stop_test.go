@@ -61,10 +61,17 @@ func TestStopLeavesNothingBehind(t *testing.T) {
 // again serves what the first one stored.
 func TestStopKeepsAGivenDataDir(t *testing.T) {
 	checkEmpty := emptyTempDir(t)
-	dataDir := filepath.Join(t.TempDir(), "data")
-	first, err := Start(t.Context(), Options{DataDir: dataDir})
+	t.Chdir(t.TempDir())
+	dataDir, err := filepath.Abs("data")
 	if err != nil {
 		t.Fatal(err)
+	}
+	first, err := Start(t.Context(), Options{DataDir: "data"}) // relative to the test's directory
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.DataDir != dataDir || first.KubeconfigPath != filepath.Join(dataDir, "admin.kubeconfig") {
+		t.Errorf("DataDir %s and KubeconfigPath %s, want %s and admin.kubeconfig in it", first.DataDir, first.KubeconfigPath, dataDir)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}
 	if _, err := kubernetes.NewForConfigOrDie(first.ClientConfig).CoreV1().ConfigMaps("default").Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {

@@ -155,14 +155,22 @@ func Start(ctx context.Context, opts Options) (*TestServer, error) {
 		return nil, fmt.Errorf("Options.CRDPaths: %w", err)
 	}
 
+	dataDir := opts.DataDir
+	if dataDir != "" {
+		// Absolute, as the kubeconfig path the binary prints is: the
+		// test finds admin.kubeconfig in DataDir, wherever it changes to.
+		if dataDir, err = filepath.Abs(dataDir); err != nil {
+			return nil, fmt.Errorf("Options.DataDir: %w", err)
+		}
+	}
 	workDir, err := os.MkdirTemp("", "sgcp-testenv-")
 	if err != nil {
 		return nil, fmt.Errorf("creating the server's work dir: %w", err)
 	}
-	s := &TestServer{DataDir: opts.DataDir, binary: binary, workDir: workDir, startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout}
-	if s.DataDir == "" {
-		s.DataDir = filepath.Join(workDir, "data")
+	if dataDir == "" {
+		dataDir = filepath.Join(workDir, "data")
 	}
+	s := &TestServer{DataDir: dataDir, binary: binary, workDir: workDir, startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout}
 	// A free port chosen by the server itself: parallel tests never race
 	// for one.
 	args := append([]string{"--data-dir=" + s.DataDir, "--secure-port=0", "--bind-address=127.0.0.1"}, opts.Flags...)
