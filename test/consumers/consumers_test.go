@@ -64,7 +64,11 @@ replace (
 // A controller-runtime suite on the launcher (testenv) needs a require of
 // the testenv module and nothing else: no replace of a k8s.io module, no
 // k8s.io/kubernetes. Its garbage collection and namespace deletion are
-// observed through a small reconciler. It runs the binary that
+// observed through a small reconciler. Beside it, in internal/, two envtest
+// suites (Ginkgo's, with webhooks, and a plain TestMain) run on the
+// launcher's server as an existing cluster: the envtest drop-in that
+// docs/testing.md shows as a diff; the Ginkgo suite also runs as it was
+// before the diff, on USE_EXISTING_CLUSTER. It runs the binary that
 // $SGCP_BINARY names (make test sets it).
 func TestLauncherConsumer(t *testing.T) {
 	root := checkout(t)
@@ -90,6 +94,7 @@ replace %[1]s/testenv => %[4]s
 	}
 	checkNoKubernetesModule(t, dir, "testenv/")
 	checkControllerRuntimeMatches(t, root, dir)
+	checkSuitesBefore(t, root, dir)
 	goCmd(t, dir, "vet", "./...")
 	goCmd(t, dir, "test", "-count=1", "-timeout=5m", "./...")
 }
