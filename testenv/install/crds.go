@@ -7,15 +7,8 @@
 package install
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -24,12 +17,9 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	serializerjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -38,20 +28,8 @@ import (
 // crdPollInterval is how often InstallCRDs looks whether the CRDs are served.
 const crdPollInterval = 50 * time.Millisecond
 
-// crdFileExtensions are the files a directory in CRDPaths is read for, as
-// envtest reads them.
-var crdFileExtensions = []string{".yaml", ".yml", ".json"}
-
-// crdDecoder decodes apiextensions.k8s.io/v1 CRDs strictly: a misspelt or
-// misplaced field is an error naming it, not a field the server silently
-// drops and a test that fails for a reason nobody sees.
-var crdDecoder = func() runtime.Decoder {
-	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		panic(err) // a registration of generated types; cannot fail
-	}
-	return serializerjson.NewSerializerWithOptions(serializerjson.DefaultMetaFactory, scheme, scheme, serializerjson.SerializerOptions{Strict: true})
-}()
+// crdManifests is how ReadCRDs names what it reads.
+var crdManifests = manifestKind{what: "CRD", plural: "CRDs", example: `filepath.Join("..", "config", "crd", "bases")`}
 
 var crdGroupKind = apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition").GroupKind()
 
@@ -76,157 +54,43 @@ func CRDs(ctx context.Context, cfg *rest.Config, timeout time.Duration, paths ..
 // and one CRD name defined twice (envtest keeps the last one).
 func ReadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var (
-		crds  []*apiextensionsv1.CustomResourceDefinition
-		from  = map[string]string{} // CRD name → where it was read
-		files = sets.New[string]()  // a file named twice is read once
+		crds []*apiextensionsv1.CustomResourceDefinition
+		from = map[string]string{} // CRD name → where it was read
 	)
-	for _, path := range paths {
-		names, err := crdFiles(path)
+	err := crdManifests.read(paths, func(data []byte, gvk *schema.GroupVersionKind, where string) error {
+		crd, err := decodeCRD(data, gvk)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		for _, name := range names {
-			abs, err := filepath.Abs(name)
-			if err != nil {
-				return nil, fmt.Errorf("%q: %w", name, err)
-			}
-			if files.Has(abs) {
-				continue
-			}
-			files.Insert(abs)
-			read, err := readCRDFile(name)
-			if err != nil {
-				return nil, err
-			}
-			for _, c := range read {
-				if first, ok := from[c.crd.Name]; ok {
-					return nil, fmt.Errorf("CustomResourceDefinition %q is defined in %s and again in %s; keep one of them", c.crd.Name, first, c.where)
-				}
-				from[c.crd.Name] = c.where
-				crds = append(crds, c.crd)
-			}
+		if first, ok := from[crd.Name]; ok {
+			return fmt.Errorf("CustomResourceDefinition %q is defined in %s too; keep one of them", crd.Name, first)
 		}
+		from[crd.Name] = where
+		crds = append(crds, crd)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return crds, nil
 }
 
-// crdFiles lists the files path stands for: itself, or the CRD files in it.
-func crdFiles(path string) ([]string, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			where := ""
-			if wd, err := os.Getwd(); err == nil && !filepath.IsAbs(path) {
-				where = fmt.Sprintf(" (relative paths start at %s, under go test the package directory)", wd)
-			}
-			return nil, fmt.Errorf("%q does not exist%s; write the path of a CRD file (.yaml, .yml, .json) or of a directory of them, e.g. filepath.Join(\"..\", \"config\", \"crd\", \"bases\")", path, where)
-		}
-		return nil, err
-	}
-	if !info.IsDir() {
-		// A file named explicitly must be one we read: skipping it, as
-		// envtest does, would install nothing without saying so.
-		if !slices.Contains(crdFileExtensions, filepath.Ext(path)) {
-			return nil, fmt.Errorf("%q is not a .yaml, .yml or .json file; give it one of these extensions", path)
-		}
-		return []string{path}, nil
-	}
-	entries, err := os.ReadDir(path)
-	if err != nil {
-		return nil, err
-	}
-	var files []string
-	for _, e := range entries {
-		name := filepath.Join(path, e.Name())
-		if !slices.Contains(crdFileExtensions, filepath.Ext(name)) {
-			continue
-		}
-		// Stat, not the entry's type, so that a symbolic link to a file
-		// counts and one to a directory does not.
-		if info, err := os.Stat(name); err != nil {
-			return nil, err
-		} else if info.IsDir() {
-			continue
-		}
-		files = append(files, name)
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("directory %q holds no .yaml, .yml or .json file (subdirectories are not read); name the directory the CRDs are in", path)
-	}
-	return files, nil
-}
-
-type readCRD struct {
-	crd   *apiextensionsv1.CustomResourceDefinition
-	where string // file and document, for errors
-}
-
-// readCRDFile decodes every YAML (or JSON) document in file; empty
-// documents, such as one before a leading "---", are skipped.
-func readCRDFile(file string) ([]readCRD, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	var crds []readCRD
-	reader := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for n := 1; ; n++ {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return crds, nil
-		}
-		where := fmt.Sprintf("%s (document %d)", file, n)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
-		}
-		crd, err := decodeCRD(doc)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
-		}
-		if crd != nil {
-			crds = append(crds, readCRD{crd: crd, where: where})
-		}
-	}
-}
-
-// decodeCRD decodes one document; nil, nil for an empty one.
-func decodeCRD(doc []byte) (*apiextensionsv1.CustomResourceDefinition, error) {
-	data, err := yaml.ToJSON(doc)
-	if err != nil {
-		return nil, fmt.Errorf("not valid YAML or JSON: %w", err)
-	}
-	if trimmed := bytes.TrimSpace(data); len(trimmed) == 0 || string(trimmed) == "null" {
-		return nil, nil
-	}
-	gvk, err := serializerjson.DefaultMetaFactory.Interpret(data)
-	if err != nil {
-		return nil, fmt.Errorf("not an object: %w", err)
-	}
+// decodeCRD decodes one document of the kind gvk.
+func decodeCRD(data []byte, gvk *schema.GroupVersionKind) (*apiextensionsv1.CustomResourceDefinition, error) {
 	switch {
 	case gvk.GroupKind() != crdGroupKind:
 		return nil, fmt.Errorf("%s, not a CustomResourceDefinition; only CRDs (apiVersion: %s) are installed from files: name the files or directory that hold CRDs alone, and create other objects with a client", describeKind(gvk), apiextensionsv1.SchemeGroupVersion)
 	case gvk.Version != apiextensionsv1.SchemeGroupVersion.Version:
 		return nil, fmt.Errorf("apiVersion %s is not served (v1beta1 was removed in Kubernetes 1.22); write apiVersion: %s", gvk.GroupVersion(), apiextensionsv1.SchemeGroupVersion)
 	}
-	obj, _, err := crdDecoder.Decode(data, nil, &apiextensionsv1.CustomResourceDefinition{})
-	if err != nil {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := decodeStrict(data, crd); err != nil {
 		return nil, err
 	}
-	crd := obj.(*apiextensionsv1.CustomResourceDefinition)
 	if crd.Name == "" {
 		return nil, fmt.Errorf("CustomResourceDefinition without metadata.name; write <plural>.<group>, e.g. %s.%s", crd.Spec.Names.Plural, crd.Spec.Group)
 	}
 	return crd, nil
-}
-
-func describeKind(gvk *schema.GroupVersionKind) string {
-	if gvk.Kind == "" {
-		return "no kind"
-	}
-	if gvk.Group == "" && gvk.Version == "" {
-		return "kind " + gvk.Kind
-	}
-	return fmt.Sprintf("kind %s (apiVersion %s)", gvk.Kind, gvk.GroupVersion())
 }
 
 // InstallCRDs creates crds or updates those that exist (a server restarted
