@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 )
 
 // crdPollInterval is how often InstallCRDs looks whether the CRDs are served.
@@ -97,49 +96,43 @@ func decodeCRD(data []byte, gvk *schema.GroupVersionKind) (*apiextensionsv1.Cust
 // on the same data dir, or a CRD installed twice) to what they say now, and
 // waits at most timeout until all are served: established, their resources
 // in discovery, so that a RESTMapper created afterwards maps them, and every
-// served version answering. It returns the CRDs as the server has them.
+// served version answering. A CRD whose update changed its spec (its
+// schema, its conversion webhook's URL) is waited for until the API server
+// serves that spec (waitForSpecServed). It returns the CRDs as the server
+// has them.
 func InstallCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition, timeout time.Duration) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	if len(crds) == 0 {
 		return nil, nil
 	}
+	deadline := time.Now().Add(timeout)
 	client, err := clientset.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	for _, crd := range crds {
-		if err := createOrUpdateCRD(ctx, client, crd); err != nil {
+	var changed []int
+	for i, crd := range crds {
+		_, specChanged, err := createOrUpdate(ctx, client.ApiextensionsV1().CustomResourceDefinitions(), crd)
+		if err != nil {
+			return nil, fmt.Errorf("writing CustomResourceDefinition %q: %w", crd.Name, err)
+		}
+		if specChanged {
+			changed = append(changed, i)
+		}
+	}
+	installed, err := waitForCRDs(ctx, client, crds, timeout)
+	if err != nil || len(changed) == 0 {
+		return installed, err
+	}
+	quiet, err := quietClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range changed {
+		if installed[i], err = waitForSpecServed(ctx, quiet, crds[i], time.Until(deadline)); err != nil {
 			return nil, err
 		}
 	}
-	return waitForCRDs(ctx, client, crds, timeout)
-}
-
-// createOrUpdateCRD creates crd or, when it exists (a server restarted on
-// the same data dir, or a CRD installed twice), replaces it by what the
-// file says now.
-func createOrUpdateCRD(ctx context.Context, client clientset.Interface, crd *apiextensionsv1.CustomResourceDefinition) error {
-	crds := client.ApiextensionsV1().CustomResourceDefinitions()
-	_, err := crds.Create(ctx, crd.DeepCopy(), metav1.CreateOptions{})
-	if err == nil {
-		return nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating CustomResourceDefinition %q: %w", crd.Name, err)
-	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		existing, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		update := crd.DeepCopy()
-		update.ResourceVersion = existing.ResourceVersion
-		_, err = crds.Update(ctx, update, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("updating CustomResourceDefinition %q: %w", crd.Name, err)
-	}
-	return nil
+	return installed, nil
 }
 
 // waitForCRDs polls until every CRD is Established and each of its served

@@ -126,15 +126,17 @@ func (k manifestKind) read(paths []string, decode func(data []byte, gvk *schema.
 
 // eachDocument calls decode with every YAML (or JSON) document in file, as
 // JSON, with its kind and its place for errors ("file (document 2)"); empty
-// documents, such as one before a leading "---", are skipped. An error of
-// decode is returned with the place.
+// documents, such as one before a leading "---", are skipped and not
+// counted. An error of decode is returned with the place.
 func eachDocument(file string, decode func(data []byte, gvk *schema.GroupVersionKind, where string) error) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
 	}
 	reader := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for n := 1; ; n++ {
+	// n counts the documents that are not empty, as a reader counts the
+	// objects: controller-gen's files start with "---".
+	for n := 1; ; {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
 			return nil
@@ -150,6 +152,7 @@ func eachDocument(file string, decode func(data []byte, gvk *schema.GroupVersion
 		if trimmed := bytes.TrimSpace(data); len(trimmed) == 0 || string(trimmed) == "null" {
 			continue
 		}
+		n++
 		gvk, err := serializerjson.DefaultMetaFactory.Interpret(data)
 		if err != nil {
 			return fmt.Errorf("%s: not an object: %w", where, err)
