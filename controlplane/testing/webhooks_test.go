@@ -235,26 +235,22 @@ func TestWebhooksInEffectAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := fmt.Sprintf("https://%s:%d", s.Webhooks.LocalServingHost, s.Webhooks.LocalServingPort)
-	for what, webhooks := range map[string][]admissionregistrationv1.WebhookClientConfig{
-		"/mutate":   clientConfigsOf(mutating.Webhooks, func(w admissionregistrationv1.MutatingWebhook) admissionregistrationv1.WebhookClientConfig { return w.ClientConfig }),
-		"/validate": clientConfigsOf(validating.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) admissionregistrationv1.WebhookClientConfig { return w.ClientConfig }),
-	} {
-		if len(webhooks) != 1 || ptr.Deref(webhooks[0].URL, "") != base+what || string(webhooks[0].CABundle) != string(s.Webhooks.LocalServingCAData) {
-			t.Errorf("the configuration of %s as installed: %+v; want one webhook at %s%s with the CA", what, webhooks, base, what)
+	installed := map[string][]admissionregistrationv1.WebhookClientConfig{}
+	for _, w := range mutating.Webhooks {
+		installed["/mutate"] = append(installed["/mutate"], w.ClientConfig)
+	}
+	for _, w := range validating.Webhooks {
+		installed["/validate"] = append(installed["/validate"], w.ClientConfig)
+	}
+	for _, path := range []string{"/mutate", "/validate"} {
+		if ccs := installed[path]; len(ccs) != 1 || ptr.Deref(ccs[0].URL, "") != base+path || string(ccs[0].CABundle) != string(s.Webhooks.LocalServingCAData) {
+			t.Errorf("the configuration of %s as installed: %+v; want one webhook at %s%s with the CA", path, ccs, base, path)
 		}
 	}
 	// The options given are the caller's: left as they were.
 	if given.MutatingWebhooks[0].Webhooks[0].ClientConfig.Service == nil || given.LocalServingPort != 0 {
 		t.Errorf("Start changed the options it was given")
 	}
-}
-
-func clientConfigsOf[W any](webhooks []W, clientConfig func(W) admissionregistrationv1.WebhookClientConfig) []admissionregistrationv1.WebhookClientConfig {
-	var ccs []admissionregistrationv1.WebhookClientConfig
-	for _, w := range webhooks {
-		ccs = append(ccs, clientConfig(w))
-	}
-	return ccs
 }
 
 // A restart on the same data dir finds the configurations and the CRD of
