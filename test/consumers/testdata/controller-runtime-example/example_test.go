@@ -2,10 +2,10 @@ package example_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,11 +14,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 )
+
+// TestMain sets controller-runtime's logger once for all tests: it keeps the
+// first one it is given, so a test's own (testr) would outlive its test.
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New())
+	os.Exit(m.Run())
+}
 
 // ownerLabel marks the ConfigMaps that get a child.
 const ownerLabel = "example.com/owner"
@@ -52,7 +60,6 @@ func TestChildrenAreCollected(t *testing.T) {
 	// namespace controller included; stopped when the test ends.
 	s := cptesting.StartTestServer(t, cptesting.Options{})
 
-	ctrl.SetLogger(testr.New(t))
 	mgr, err := ctrl.NewManager(s.ClientConfig, ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, // no metrics listener in a test
 	})
