@@ -74,16 +74,7 @@ func TestChildrenAreCollected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error)
-	go func() { stopped <- mgr.Start(ctx) }()
-	// Runs before the server stops: cleanups run last registered, first run.
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	startManager(t, mgr)
 
 	// The test reads the API server, not the manager's cache.
 	c, err := client.New(s.ClientConfig, client.Options{})
@@ -124,6 +115,21 @@ func TestChildrenAreCollected(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the namespace controller removes the namespace", gone(c, &corev1.Namespace{}, client.ObjectKey{Name: ns.Name}))
+}
+
+// startManager runs mgr until the test ends, and stops it before the
+// server: cleanups run last registered, first run.
+func startManager(t *testing.T, mgr ctrl.Manager) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error)
+	go func() { stopped <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
 }
 
 // eventually polls condition until it returns true, and fails the test when

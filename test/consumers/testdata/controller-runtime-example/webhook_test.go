@@ -151,15 +151,7 @@ func TestWidgetWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error)
-	go func() { stopped <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	startManager(t, mgr)
 	// The manager starts the webhook server in the background.
 	eventually(t, "the webhook server listens", func(context.Context) (bool, error) {
 		return mgr.GetWebhookServer().StartedChecker()(nil) == nil, nil
