@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -29,11 +28,11 @@ type markerServer struct {
 }
 
 // startMarkerServer serves on a free port of host, with the serving
-// certificate Prepare wrote into certDir.
-func startMarkerServer(host, certDir string) (*markerServer, error) {
-	cert, err := tls.LoadX509KeyPair(filepath.Join(certDir, CertFile), filepath.Join(certDir, KeyFile))
+// certificate Prepare made for it.
+func startMarkerServer(host string, certificate *servingCertificate) (*markerServer, error) {
+	cert, err := tls.X509KeyPair(certificate.cert, certificate.key)
 	if err != nil {
-		return nil, fmt.Errorf("reading the serving certificate from WebhookOptions.LocalServingCertDir: %w", err)
+		return nil, err
 	}
 	listener, err := tls.Listen("tcp", net.JoinHostPort(host, "0"), &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	if err != nil {

@@ -70,7 +70,9 @@ type WebhookOptions struct {
 	// trusts it.
 	LocalServingCAData []byte
 
-	prepared    bool // Prepare ran: a copy of o keeps its certificate and port
+	// certificate is Prepare's, nil before: a copy of o keeps it and the
+	// port, and serves Install's markers whatever became of the files.
+	certificate *servingCertificate
 	madeCertDir bool // LocalServingCertDir is Prepare's, for Cleanup
 }
 
@@ -82,7 +84,8 @@ type WebhookOptions struct {
 // that it goes where the server's other temporary files go. The copy of an
 // o that is prepared already keeps its certificate and port: a server
 // restarted with the options of the one before serves the same webhook
-// server.
+// server. Should that server have removed the certificate directory with
+// its other files, the copy writes the certificate into a new one.
 func PrepareWebhooks(o *WebhookOptions, crds []*apiextensionsv1.CustomResourceDefinition, certDir func() string) (*WebhookOptions, error) {
 	if o == nil {
 		if !slices.ContainsFunc(crds, convertsByWebhook) {
@@ -93,6 +96,13 @@ func PrepareWebhooks(o *WebhookOptions, crds []*apiextensionsv1.CustomResourceDe
 	prepared := *o
 	if prepared.LocalServingCertDir == "" {
 		prepared.LocalServingCertDir = certDir()
+	} else if prepared.certificate != nil {
+		if _, err := os.Stat(filepath.Join(prepared.LocalServingCertDir, CertFile)); errors.Is(err, os.ErrNotExist) {
+			prepared.LocalServingCertDir = certDir()
+			if err := prepared.writeCertificate(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := prepared.Prepare(); err != nil {
 		return nil, err
@@ -112,7 +122,7 @@ func PrepareWebhooks(o *WebhookOptions, crds []*apiextensionsv1.CustomResourceDe
 // Prepare talks to no server, and does its work once: on options prepared
 // already (or a copy of them) it does nothing.
 func (o *WebhookOptions) Prepare() error {
-	if o.prepared {
+	if o.certificate != nil {
 		return nil
 	}
 	// The objects first, then the files, as envtest orders them.
@@ -170,23 +180,27 @@ func (o *WebhookOptions) Prepare() error {
 		o.ValidatingWebhooks = append(o.ValidatingWebhooks, c.obj)
 	}
 
-	dir := o.LocalServingCertDir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "webhook-serving-certs-"); err != nil {
+	if o.LocalServingCertDir == "" {
+		if o.LocalServingCertDir, err = os.MkdirTemp("", "webhook-serving-certs-"); err != nil {
 			return fmt.Errorf("WebhookOptions.LocalServingCertDir: %w", err)
 		}
 		o.madeCertDir = true
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+	}
+	o.LocalServingHost, o.LocalServingPort, o.LocalServingCAData, o.certificate = host, port, certificate.ca, certificate
+	return o.writeCertificate()
+}
+
+// writeCertificate writes the serving certificate and its key into
+// LocalServingCertDir, which it makes if need be.
+func (o *WebhookOptions) writeCertificate() error {
+	if err := os.MkdirAll(o.LocalServingCertDir, 0o700); err != nil {
 		return fmt.Errorf("WebhookOptions.LocalServingCertDir: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, CertFile), certificate.cert, 0o600); err != nil {
-		return fmt.Errorf("WebhookOptions.LocalServingCertDir: %w", err)
+	for name, data := range map[string][]byte{CertFile: o.certificate.cert, KeyFile: o.certificate.key} {
+		if err := os.WriteFile(filepath.Join(o.LocalServingCertDir, name), data, 0o600); err != nil {
+			return fmt.Errorf("WebhookOptions.LocalServingCertDir: %w", err)
+		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, KeyFile), certificate.key, 0o600); err != nil {
-		return fmt.Errorf("WebhookOptions.LocalServingCertDir: %w", err)
-	}
-	o.LocalServingHost, o.LocalServingPort, o.LocalServingCertDir, o.LocalServingCAData = host, port, dir, certificate.ca
-	o.prepared = true
 	return nil
 }
 

@@ -385,6 +385,21 @@ func TestPrepareWebhooks(t *testing.T) {
 	if again == o || again.LocalServingPort != o.LocalServingPort || string(again.LocalServingCAData) != string(o.LocalServingCAData) || dirs != 1 {
 		t.Errorf("PrepareWebhooks on prepared options: a new port, CA or directory, or the same options back")
 	}
+	// Their certificate directory removed with the server before's other
+	// files: the same certificate in a new one.
+	if err := os.RemoveAll(o.LocalServingCertDir); err != nil {
+		t.Fatal(err)
+	}
+	rehomed, err := PrepareWebhooks(o, nil, certDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rehomed.LocalServingCertDir == o.LocalServingCertDir || rehomed.LocalServingPort != o.LocalServingPort || string(rehomed.LocalServingCAData) != string(o.LocalServingCAData) {
+		t.Errorf("PrepareWebhooks on prepared options without their directory: dir %s, port %d; want a new dir, the same port and CA", rehomed.LocalServingCertDir, rehomed.LocalServingPort)
+	}
+	if _, err := tls.LoadX509KeyPair(filepath.Join(rehomed.LocalServingCertDir, "tls.crt"), filepath.Join(rehomed.LocalServingCertDir, "tls.key")); err != nil {
+		t.Errorf("the certificate in the new directory: %v", err)
+	}
 	// Options not prepared are copied, not prepared in place.
 	mine := &WebhookOptions{}
 	if _, err := PrepareWebhooks(mine, nil, certDir); err != nil {
