@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -266,22 +265,9 @@ func snapshotFeatureGates() func() error {
 // Webhooks first, as at Start. It returns the CRDs as the server has them,
 // in the order read.
 func (s *TestServer) InstallCRDs(ctx context.Context, paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	crds, err := install.ReadCRDs(paths...)
-	if err != nil {
-		return nil, fmt.Errorf("InstallCRDs: %w", err)
-	}
-	if s.Webhooks != nil {
-		// Prepared at Start: this only reads it, and may run in parallel.
-		err = s.Webhooks.PatchConversion(crds)
-	} else if i := slices.IndexFunc(crds, func(crd *apiextensionsv1.CustomResourceDefinition) bool {
-		return crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter
-	}); i >= 0 {
-		err = fmt.Errorf("CustomResourceDefinition %q converts by webhook, and the server has no webhooks to point it at: start it with Options.Webhooks (&install.WebhookOptions{} for the defaults) and serve its conversion at TestServer.Webhooks", crds[i].Name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("InstallCRDs: %w", err)
-	}
-	installed, err := install.InstallCRDs(ctx, s.ClientConfig, crds, s.startTimeout)
+	// s.Webhooks was prepared at Start: this only reads it, and may run in
+	// parallel.
+	installed, err := install.CRDs(ctx, s.ClientConfig, s.Webhooks, s.startTimeout, paths...)
 	if err != nil {
 		return nil, fmt.Errorf("InstallCRDs: %w", err)
 	}

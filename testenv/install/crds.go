@@ -9,6 +9,7 @@ package install
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,11 +33,23 @@ var crdManifests = manifestKind{what: "CRD", plural: "CRDs", example: `filepath.
 
 var crdGroupKind = apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition").GroupKind()
 
-// CRDs reads the CRDs in paths (ReadCRDs), creates them or updates those
-// that exist, and waits at most timeout until they are served (Wait). It
-// returns the CRDs as the server has them, in the order read.
-func CRDs(ctx context.Context, cfg *rest.Config, timeout time.Duration, paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+// CRDs reads the CRDs in paths (ReadCRDs), points those that convert by
+// webhook at the suite's webhook server (webhooks.PatchConversion), creates
+// them or updates those that exist, and waits at most timeout until they
+// are served (InstallCRDs). It returns the CRDs as the server has them, in
+// the order read. webhooks are a test server's, prepared when it started;
+// with nil ones a CRD that converts by webhook is an error, since its
+// service reference would reach nothing.
+func CRDs(ctx context.Context, cfg *rest.Config, webhooks *WebhookOptions, timeout time.Duration, paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	crds, err := ReadCRDs(paths...)
+	if err != nil {
+		return nil, err
+	}
+	if webhooks != nil {
+		err = webhooks.PatchConversion(crds)
+	} else if i := slices.IndexFunc(crds, convertsByWebhook); i >= 0 {
+		err = fmt.Errorf("CustomResourceDefinition %q converts by webhook, and the server has no webhooks to point it at: start it with Options.Webhooks (&install.WebhookOptions{} for the defaults) and serve its conversion at TestServer.Webhooks", crds[i].Name)
+	}
 	if err != nil {
 		return nil, err
 	}
