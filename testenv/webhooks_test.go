@@ -14,12 +14,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -27,9 +22,8 @@ import (
 )
 
 // webhookServer is a suite's webhook server written with net/http: it
-// refuses ConfigMaps labelled refuse=true and converts Paints between v1's
-// spec.colour and v2's spec.color (install/testdata/conversion). It counts
-// the requests it answered.
+// refuses ConfigMaps labelled refuse=true. It counts the requests it
+// answered.
 type webhookServer struct {
 	calls atomic.Int32
 }
@@ -46,10 +40,7 @@ func (h *webhookServer) serve(t *testing.T, o *install.WebhookOptions) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/validate", h.validate)
-	mux.HandleFunc("/convert", h.convert)
-	server := &http.Server{Handler: mux}
+	server := &http.Server{Handler: http.HandlerFunc(h.validate)}
 	go server.Serve(listener) //nolint:errcheck // ErrServerClosed at Close
 	t.Cleanup(func() { _ = server.Close() })
 }
@@ -66,39 +57,11 @@ func (h *webhookServer) validate(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(review)
 }
 
-func (h *webhookServer) convert(w http.ResponseWriter, r *http.Request) {
-	h.calls.Add(1)
-	var review apiextensionsv1.ConversionReview
-	if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
-		http.Error(w, "want a ConversionReview", http.StatusBadRequest)
-		return
-	}
-	field := map[string]string{"conversion.example.com/v1": "colour", "conversion.example.com/v2": "color"}
-	response := &apiextensionsv1.ConversionResponse{UID: review.Request.UID, Result: metav1.Status{Status: metav1.StatusSuccess}}
-	for _, raw := range review.Request.Objects {
-		var obj unstructured.Unstructured
-		if err := obj.UnmarshalJSON(raw.Raw); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		colour, _, _ := unstructured.NestedString(obj.Object, "spec", field[obj.GetAPIVersion()])
-		obj.Object["spec"] = map[string]any{field[review.Request.DesiredAPIVersion]: colour}
-		obj.SetAPIVersion(review.Request.DesiredAPIVersion)
-		response.ConvertedObjects = append(response.ConvertedObjects, runtimeRaw(obj))
-	}
-	review.Request, review.Response = nil, response
-	_ = json.NewEncoder(w).Encode(review)
-}
-
-func runtimeRaw(obj unstructured.Unstructured) (raw runtime.RawExtension) {
-	raw.Raw, _ = obj.MarshalJSON()
-	return raw
-}
-
 // The launcher installs webhooks as controlplane/testing does (its tests
-// cover each kind): in effect when Start returns, and, restarted with the
-// Webhooks of the server before, at the same port with the same CA, though
-// Stop removed the certificate directory with the work dir.
+// cover mutating and conversion webhooks too): in effect when Start
+// returns, and, restarted with the Webhooks of the server before, at the
+// same port with the same CA, though Stop removed the certificate
+// directory with the work dir.
 func TestWebhooksInEffectWhenStartReturns(t *testing.T) {
 	t.Parallel()
 	refuse := &admissionregistrationv1.ValidatingWebhookConfiguration{
@@ -117,9 +80,6 @@ func TestWebhooksInEffectWhenStartReturns(t *testing.T) {
 		}},
 	}
 	dataDir := t.TempDir()
-	paints := func(version string) schema.GroupVersionResource {
-		return schema.GroupVersionResource{Group: "conversion.example.com", Version: version, Resource: "paints"}
-	}
 	refused := func(t *testing.T, s *TestServer, name string) {
 		t.Helper()
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"refuse": "true"}}}
@@ -129,32 +89,24 @@ func TestWebhooksInEffectWhenStartReturns(t *testing.T) {
 		}
 	}
 
-	first := StartTestServer(t, Options{DataDir: dataDir, CRDPaths: []string{"install/testdata/conversion"}, Webhooks: &install.WebhookOptions{ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{refuse}}})
+	first := StartTestServer(t, Options{DataDir: dataDir, Webhooks: &install.WebhookOptions{ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{refuse}}})
 	h := &webhookServer{}
 	h.serve(t, first.Webhooks)
 	refused(t, first, "first")
-	paint := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "conversion.example.com/v1", "kind": "Paint", "metadata": map[string]any{"name": "red"}, "spec": map[string]any{"colour": "red"}}}
-	if _, err := dynamic.NewForConfigOrDie(first.ClientConfig).Resource(paints("v1")).Namespace("default").Create(t.Context(), paint, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating a Paint in v1, stored in v2 by the conversion webhook: %v", err)
-	}
 	if err := first.Stop(); err != nil {
 		t.Fatal(err)
 	}
 
 	// The webhook server goes on serving with what it read at first.
-	second := StartTestServer(t, Options{DataDir: dataDir, CRDPaths: []string{"install/testdata/conversion"}, Webhooks: first.Webhooks})
+	second := StartTestServer(t, Options{DataDir: dataDir, Webhooks: first.Webhooks})
 	if second.Webhooks.LocalServingPort != first.Webhooks.LocalServingPort || string(second.Webhooks.LocalServingCAData) != string(first.Webhooks.LocalServingCAData) {
 		t.Errorf("restarted with the Webhooks of the server before: port %d (was %d), or another CA", second.Webhooks.LocalServingPort, first.Webhooks.LocalServingPort)
 	}
+	if second.Webhooks.LocalServingCertDir == first.Webhooks.LocalServingCertDir {
+		t.Errorf("the certificate directory of the first server, which its Stop removed, is the second's too")
+	}
 	refused(t, second, "second")
-	got, err := dynamic.NewForConfigOrDie(second.ClientConfig).Resource(paints("v2")).Namespace("default").Get(t.Context(), "red", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if color, _, _ := unstructured.NestedString(got.Object, "spec", "color"); color != "red" {
-		t.Errorf("the Paint in v2: spec %v, want color red", got.Object["spec"])
-	}
-	if h.calls.Load() == 0 {
-		t.Error("the webhook server was never called")
+	if h.calls.Load() != 2 {
+		t.Errorf("the webhook server was called %d times, want once per server", h.calls.Load())
 	}
 }
