@@ -136,11 +136,11 @@ func (o *WebhookOptions) Prepare() error {
 	for _, c := range o.ValidatingWebhooks {
 		validating = append(validating, readConfiguration[*admissionregistrationv1.ValidatingWebhookConfiguration]{c.DeepCopy(), "WebhookOptions.ValidatingWebhooks"})
 	}
-	fromFiles, validatingFromFiles, err := readWebhooks(o.Paths)
+	mutatingFromFiles, validatingFromFiles, err := readWebhooks(o.Paths)
 	if err != nil {
 		return fmt.Errorf("WebhookOptions.Paths: %w", err)
 	}
-	mutating, validating = append(mutating, fromFiles...), append(validating, validatingFromFiles...)
+	mutating, validating = append(mutating, mutatingFromFiles...), append(validating, validatingFromFiles...)
 	if err := errors.Join(uniqueNames(mutating), uniqueNames(validating)); err != nil {
 		return err
 	}
@@ -160,16 +160,20 @@ func (o *WebhookOptions) Prepare() error {
 		return fmt.Errorf("WebhookOptions.LocalServingHost: %w", err)
 	}
 	server := localServer{hostPort: net.JoinHostPort(host, strconv.Itoa(port)), caBundle: certificate.ca}
-	// Every webhook is patched before anything is written, so that a
-	// mistake in one leaves no directory behind.
-	o.MutatingWebhooks, o.ValidatingWebhooks = nil, nil
+	// Every webhook is patched (the copies) before anything is written or
+	// set, so that a mistake in one leaves no directory behind and o as
+	// it was.
+	var (
+		patchedMutating   []*admissionregistrationv1.MutatingWebhookConfiguration
+		patchedValidating []*admissionregistrationv1.ValidatingWebhookConfiguration
+	)
 	for _, c := range mutating {
 		for i := range c.obj.Webhooks {
 			if err := server.patch(&c.obj.Webhooks[i].ClientConfig, c.describe(c.obj.Webhooks[i].Name)); err != nil {
 				return err
 			}
 		}
-		o.MutatingWebhooks = append(o.MutatingWebhooks, c.obj)
+		patchedMutating = append(patchedMutating, c.obj)
 	}
 	for _, c := range validating {
 		for i := range c.obj.Webhooks {
@@ -177,7 +181,7 @@ func (o *WebhookOptions) Prepare() error {
 				return err
 			}
 		}
-		o.ValidatingWebhooks = append(o.ValidatingWebhooks, c.obj)
+		patchedValidating = append(patchedValidating, c.obj)
 	}
 
 	if o.LocalServingCertDir == "" {
@@ -186,6 +190,7 @@ func (o *WebhookOptions) Prepare() error {
 		}
 		o.madeCertDir = true
 	}
+	o.MutatingWebhooks, o.ValidatingWebhooks = patchedMutating, patchedValidating
 	o.LocalServingHost, o.LocalServingPort, o.LocalServingCAData, o.certificate = host, port, certificate.ca, certificate
 	return o.writeCertificate()
 }

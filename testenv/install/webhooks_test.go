@@ -216,8 +216,12 @@ func TestPrepareErrors(t *testing.T) {
 			wantErr: []string{"testdata/invalid-webhooks/noname.yaml (document 1)", "MutatingWebhookConfiguration without metadata.name"},
 		},
 		{
-			name:    "a service reference without a path",
-			opts:    WebhookOptions{Paths: []string{"testdata/invalid-webhooks/nopath.yaml"}},
+			name: "a service reference without a path",
+			opts: WebhookOptions{
+				Paths: []string{"testdata/invalid-webhooks/nopath.yaml"},
+				// Fine, and patched before the file's webhook fails.
+				MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{{ObjectMeta: metav1.ObjectMeta{Name: "fine"}}},
+			},
 			wantErr: []string{`testdata/invalid-webhooks/nopath.yaml (document 1): webhook "nopath.example.com" of ValidatingWebhookConfiguration "no-path"`, "neither service.path nor url", "write service.path"},
 		},
 		{
@@ -237,6 +241,7 @@ func TestPrepareErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "certs")
 			tc.opts.LocalServingCertDir = dir
+			given := slices.Clone(tc.opts.MutatingWebhooks)
 			err := tc.opts.Prepare()
 			if err == nil {
 				t.Fatal("Prepare succeeded, want an error")
@@ -247,7 +252,10 @@ func TestPrepareErrors(t *testing.T) {
 					t.Errorf("error %q does not say %q", err, want)
 				}
 			}
-			// Nothing is written when the webhooks are wrong.
+			// Nothing is written or set when the webhooks are wrong.
+			if tc.opts.LocalServingHost != "" || tc.opts.LocalServingCAData != nil || !slices.Equal(tc.opts.MutatingWebhooks, given) {
+				t.Errorf("Prepare failed, but changed the options: %+v", tc.opts)
+			}
 			if _, err := os.Stat(dir); !os.IsNotExist(err) {
 				t.Errorf("Prepare failed, but wrote %s: %v", dir, err)
 			}
