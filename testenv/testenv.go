@@ -68,6 +68,21 @@ type Options struct {
 	// error. CRDs that exist already (a restart on the same DataDir) are
 	// updated to what the files say.
 	CRDPaths []string
+	// Webhooks are the suite's admission webhooks and where its webhook
+	// server listens, as envtest's WebhookInstallOptions: configurations
+	// as objects or files, the local serving host, port and certificate
+	// directory (by default 127.0.0.1, a free port, a directory in the
+	// server's work dir). Start makes a serving certificate for the host,
+	// points every webhook and the conversion webhook of every CRD in
+	// CRDPaths at https://host:port/<path> with its CA (before the CRDs are
+	// created), installs the configurations after the CRDs, and returns
+	// once the API server calls them (install.WebhookOptions.Install says
+	// how). TestServer.Webhooks has what the suite's webhook server needs.
+	// nil: none, unless a CRD in CRDPaths converts by webhook, which gets
+	// the defaults. Options given here are copied, never changed; the
+	// TestServer.Webhooks of a server, given to the next one (a restart on
+	// the same DataDir), keep its port and certificate.
+	Webhooks *install.WebhookOptions
 
 	// Binary is the path of sample-generic-controlplane. Empty means
 	// $SGCP_BINARY, then sample-generic-controlplane on $PATH.
@@ -91,6 +106,13 @@ type TestServer struct {
 	DataDir string
 	// KubeconfigPath is the admin kubeconfig the server wrote.
 	KubeconfigPath string
+	// Webhooks are Options.Webhooks prepared and installed:
+	// LocalServingHost, LocalServingPort and LocalServingCertDir (with
+	// tls.crt and tls.key, removed by Stop) are where the suite serves its
+	// webhooks, e.g. controller-runtime's webhook.NewServer(webhook.Options{
+	// Host: …, Port: …, CertDir: …}); LocalServingCAData is the CA the API
+	// server trusts for them. nil when the server has no webhooks.
+	Webhooks *install.WebhookOptions
 
 	binary  string
 	process *process
@@ -103,8 +125,9 @@ type TestServer struct {
 	stopErr      error
 }
 
-// StartTestServer starts a control plane and waits until it is ready and
-// the CRDs in opts.CRDPaths are served. It stops the server when the test
+// StartTestServer starts a control plane and waits until it is ready, the
+// CRDs in opts.CRDPaths are served and the webhooks of opts.Webhooks are in
+// effect. It stops the server when the test
 // ends (and, if the test failed, logs the last lines of its stderr); call
 // Stop to stop it earlier (e.g. to restart on the same DataDir). It calls
 // t.Fatal if the server cannot start.
@@ -167,10 +190,16 @@ func Start(ctx context.Context, opts Options) (*TestServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the server's work dir: %w", err)
 	}
+	// Prepared before the process starts, as the CRDs are read: a wrong
+	// path fails at once.
+	webhooks, err := install.PrepareWebhooks(opts.Webhooks, crds, func() string { return filepath.Join(workDir, "webhook-certs") })
+	if err != nil {
+		return nil, utilerrors.NewAggregate([]error{fmt.Errorf("Options.Webhooks: %w", err), os.RemoveAll(workDir)})
+	}
 	if dataDir == "" {
 		dataDir = filepath.Join(workDir, "data")
 	}
-	s := &TestServer{DataDir: dataDir, binary: binary, workDir: workDir, startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout}
+	s := &TestServer{DataDir: dataDir, Webhooks: webhooks, binary: binary, workDir: workDir, startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout}
 	// A free port chosen by the server itself: parallel tests never race
 	// for one.
 	args := append([]string{"--data-dir=" + s.DataDir, "--secure-port=0", "--bind-address=127.0.0.1"}, opts.Flags...)
@@ -188,6 +217,11 @@ func Start(ctx context.Context, opts Options) (*TestServer, error) {
 	}
 	if _, err := install.InstallCRDs(ctx, s.ClientConfig, crds, opts.StartTimeout); err != nil {
 		return nil, utilerrors.NewAggregate([]error{fmt.Errorf("Options.CRDPaths: %w", err), s.Stop()})
+	}
+	if webhooks != nil {
+		if err := webhooks.Install(ctx, s.ClientConfig, opts.StartTimeout); err != nil {
+			return nil, utilerrors.NewAggregate([]error{fmt.Errorf("Options.Webhooks: %w", err), s.Stop()})
+		}
 	}
 	return s, nil
 }
@@ -240,9 +274,13 @@ func (s *TestServer) Stop() error {
 // InstallCRDs creates the CRDs found in paths (files or directories, as
 // Options.CRDPaths) or updates those that exist, and waits until all are
 // served (install.InstallCRDs says what that means), at most the server's
-// StartTimeout. It returns the CRDs as the server has them, in the order read.
+// StartTimeout. A CRD that converts by webhook is pointed at the server's
+// Webhooks first, as at Start. It returns the CRDs as the server has them,
+// in the order read.
 func (s *TestServer) InstallCRDs(ctx context.Context, paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	installed, err := install.CRDs(ctx, s.ClientConfig, s.startTimeout, paths...)
+	// s.Webhooks was prepared at Start: this only reads it, and may run in
+	// parallel.
+	installed, err := install.CRDs(ctx, s.ClientConfig, s.Webhooks, s.startTimeout, paths...)
 	if err != nil {
 		return nil, fmt.Errorf("InstallCRDs: %w", err)
 	}

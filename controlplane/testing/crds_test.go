@@ -130,6 +130,13 @@ func TestInstallCRDs(t *testing.T) {
 		}
 		t.Log(err)
 	})
+	t.Run("conversion webhook without webhooks", func(t *testing.T) {
+		// Installed as written, its service reference would reach nothing.
+		_, err := s.InstallCRDs(ctx, "testdata/conversion")
+		if err == nil || !strings.Contains(err.Error(), `"paints.conversion.example.com" converts by webhook, and the server has no webhooks`) {
+			t.Fatalf("want an error that the server has no webhooks, got %v", err)
+		}
+	})
 	t.Run("missing path", func(t *testing.T) {
 		_, err := s.InstallCRDs(ctx, "testdata/nowhere")
 		if err == nil || !strings.Contains(err.Error(), `InstallCRDs: "testdata/nowhere" does not exist`) {

@@ -60,6 +60,21 @@ type Options struct {
 	// error. CRDs that exist already (a restart on the same DataDir) are
 	// updated to what the files say.
 	CRDPaths []string
+	// Webhooks are the suite's admission webhooks and where its webhook
+	// server listens, as envtest's WebhookInstallOptions: configurations
+	// as objects or files, the local serving host, port and certificate
+	// directory (by default 127.0.0.1, a free port, a new temporary
+	// directory). Start makes a serving certificate for the host, points
+	// every webhook and the conversion webhook of every CRD in CRDPaths
+	// at https://host:port/<path> with its CA (before the CRDs are
+	// created), installs the configurations after the CRDs, and returns
+	// once the API server calls them (install.WebhookOptions.Install says
+	// how). TestServer.Webhooks has what the suite's webhook server needs.
+	// nil: none, unless a CRD in CRDPaths converts by webhook, which gets
+	// the defaults. Options given here are copied, never changed; the
+	// TestServer.Webhooks of a server, given to the next one (a restart on
+	// the same DataDir), keep its port and certificate.
+	Webhooks *install.WebhookOptions
 }
 
 // TestServer is a running control plane.
@@ -73,6 +88,13 @@ type TestServer struct {
 	KubeconfigPath string
 	// Server is the control plane itself.
 	Server *controlplane.Server
+	// Webhooks are Options.Webhooks prepared and installed:
+	// LocalServingHost, LocalServingPort and LocalServingCertDir (with
+	// tls.crt and tls.key) are where the suite serves its webhooks, e.g.
+	// controller-runtime's webhook.NewServer(webhook.Options{Host: …,
+	// Port: …, CertDir: …}); LocalServingCAData is the CA the API server
+	// trusts for them. nil when the server has no webhooks.
+	Webhooks *install.WebhookOptions
 
 	cancel context.CancelFunc
 	done   chan error
@@ -88,8 +110,9 @@ type TestServer struct {
 	restoreGates func() error
 }
 
-// StartTestServer starts a control plane and waits until it is ready and
-// the CRDs in opts.CRDPaths are served. It stops the server when the test ends; call Stop to stop it earlier (e.g. to
+// StartTestServer starts a control plane and waits until it is ready, the
+// CRDs in opts.CRDPaths are served and the webhooks of opts.Webhooks are in
+// effect. It stops the server when the test ends; call Stop to stop it earlier (e.g. to
 // restart on the same DataDir). It calls t.Fatal if the server cannot start.
 func StartTestServer(t testing.TB, opts Options) *TestServer {
 	t.Helper()
@@ -120,6 +143,10 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	crds, err := install.ReadCRDs(opts.CRDPaths...)
 	if err != nil {
 		return nil, fmt.Errorf("Options.CRDPaths: %w", err)
+	}
+	webhooks, err := install.PrepareWebhooks(opts.Webhooks, crds, tempDir)
+	if err != nil {
+		return nil, fmt.Errorf("Options.Webhooks: %w", err)
 	}
 	o := controlplane.NewOptions()
 	if opts.Customize != nil {
@@ -189,6 +216,12 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 	if _, err := install.InstallCRDs(ctx, cfg, crds, opts.StartTimeout); err != nil {
 		return nil, utilerrors.NewAggregate([]error{fmt.Errorf("Options.CRDPaths: %w", err), s.Stop()})
 	}
+	if webhooks != nil {
+		if err := webhooks.Install(ctx, cfg, opts.StartTimeout); err != nil {
+			return nil, utilerrors.NewAggregate([]error{fmt.Errorf("Options.Webhooks: %w", err), s.Stop()})
+		}
+	}
+	s.Webhooks = webhooks
 	return s, nil
 }
 
@@ -228,9 +261,13 @@ func snapshotFeatureGates() func() error {
 // InstallCRDs creates the CRDs found in paths (files or directories, as
 // Options.CRDPaths) or updates those that exist, and waits until all are
 // served (install.InstallCRDs says what that means), at most the server's
-// StartTimeout. It returns the CRDs as the server has them, in the order read.
+// StartTimeout. A CRD that converts by webhook is pointed at the server's
+// Webhooks first, as at Start. It returns the CRDs as the server has them,
+// in the order read.
 func (s *TestServer) InstallCRDs(ctx context.Context, paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	installed, err := install.CRDs(ctx, s.ClientConfig, s.startTimeout, paths...)
+	// s.Webhooks was prepared at Start: this only reads it, and may run in
+	// parallel.
+	installed, err := install.CRDs(ctx, s.ClientConfig, s.Webhooks, s.startTimeout, paths...)
 	if err != nil {
 		return nil, fmt.Errorf("InstallCRDs: %w", err)
 	}

@@ -144,15 +144,11 @@ func checkControllerRuntimeMatches(t *testing.T, root, dir string) {
 	}
 }
 
-// docs/embedding.md shows the example and the go.mod lines; they must be
-// what the tests above run.
+// docs/embedding.md shows the example's tests and the go.mod lines; they
+// must be what the tests above run.
 func TestEmbeddingDocIsCurrent(t *testing.T) {
 	root := checkout(t)
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "embedding.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	example, err := os.ReadFile(filepath.Join("testdata", "controller-runtime-example", "example_test.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,15 +158,21 @@ func TestEmbeddingDocIsCurrent(t *testing.T) {
 		fix    string
 	}{
 		{
-			region: "test/consumers/testdata/controller-runtime-example/example_test.go",
-			want:   string(example),
-			fix:    "copy the file",
-		},
-		{
 			region: "hack/print-replaces.sh /path/to/sample-generic-controlplane",
 			want:   run(t, root, filepath.Join(root, "hack", "print-replaces.sh"), "/path/to/sample-generic-controlplane"),
 			fix:    "run the command and paste its output",
 		},
+	}
+	for _, file := range []string{"example_test.go", "webhook_test.go"} {
+		example, err := os.ReadFile(filepath.Join("testdata", "controller-runtime-example", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests = append(tests, struct{ region, want, fix string }{
+			region: "test/consumers/testdata/controller-runtime-example/" + file,
+			want:   string(example),
+			fix:    "copy the file",
+		})
 	}
 	for _, tc := range tests {
 		got, err := region(string(doc), tc.region)

@@ -7,14 +7,8 @@
 package install
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -24,42 +18,38 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	serializerjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 )
 
 // crdPollInterval is how often InstallCRDs looks whether the CRDs are served.
 const crdPollInterval = 50 * time.Millisecond
 
-// crdFileExtensions are the files a directory in CRDPaths is read for, as
-// envtest reads them.
-var crdFileExtensions = []string{".yaml", ".yml", ".json"}
-
-// crdDecoder decodes apiextensions.k8s.io/v1 CRDs strictly: a misspelt or
-// misplaced field is an error naming it, not a field the server silently
-// drops and a test that fails for a reason nobody sees.
-var crdDecoder = func() runtime.Decoder {
-	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		panic(err) // a registration of generated types; cannot fail
-	}
-	return serializerjson.NewSerializerWithOptions(serializerjson.DefaultMetaFactory, scheme, scheme, serializerjson.SerializerOptions{Strict: true})
-}()
+// crdManifests is how ReadCRDs names what it reads.
+var crdManifests = manifestKind{what: "CRD", plural: "CRDs", example: `filepath.Join("..", "config", "crd", "bases")`}
 
 var crdGroupKind = apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition").GroupKind()
 
-// CRDs reads the CRDs in paths (ReadCRDs), creates them or updates those
-// that exist, and waits at most timeout until they are served (Wait). It
-// returns the CRDs as the server has them, in the order read.
-func CRDs(ctx context.Context, cfg *rest.Config, timeout time.Duration, paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+// CRDs reads the CRDs in paths (ReadCRDs), points those that convert by
+// webhook at the suite's webhook server (webhooks.PatchConversion), creates
+// them or updates those that exist, and waits at most timeout until they
+// are served (InstallCRDs). It returns the CRDs as the server has them, in
+// the order read. webhooks are a test server's, prepared when it started;
+// with nil ones a CRD that converts by webhook is an error, since its
+// service reference would reach nothing.
+func CRDs(ctx context.Context, cfg *rest.Config, webhooks *WebhookOptions, timeout time.Duration, paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	crds, err := ReadCRDs(paths...)
+	if err != nil {
+		return nil, err
+	}
+	if webhooks != nil {
+		err = webhooks.PatchConversion(crds)
+	} else if i := slices.IndexFunc(crds, convertsByWebhook); i >= 0 {
+		err = fmt.Errorf("CustomResourceDefinition %q converts by webhook, and the server has no webhooks to point it at: start it with Options.Webhooks (&install.WebhookOptions{} for the defaults) and serve its conversion at TestServer.Webhooks", crds[i].Name)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -76,206 +66,86 @@ func CRDs(ctx context.Context, cfg *rest.Config, timeout time.Duration, paths ..
 // and one CRD name defined twice (envtest keeps the last one).
 func ReadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var (
-		crds  []*apiextensionsv1.CustomResourceDefinition
-		from  = map[string]string{} // CRD name → where it was read
-		files = sets.New[string]()  // a file named twice is read once
+		crds []*apiextensionsv1.CustomResourceDefinition
+		from = map[string]string{} // CRD name → where it was read
 	)
-	for _, path := range paths {
-		names, err := crdFiles(path)
+	err := crdManifests.read(paths, func(data []byte, gvk *schema.GroupVersionKind, where string) error {
+		crd, err := decodeCRD(data, gvk)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		for _, name := range names {
-			abs, err := filepath.Abs(name)
-			if err != nil {
-				return nil, fmt.Errorf("%q: %w", name, err)
-			}
-			if files.Has(abs) {
-				continue
-			}
-			files.Insert(abs)
-			read, err := readCRDFile(name)
-			if err != nil {
-				return nil, err
-			}
-			for _, c := range read {
-				if first, ok := from[c.crd.Name]; ok {
-					return nil, fmt.Errorf("CustomResourceDefinition %q is defined in %s and again in %s; keep one of them", c.crd.Name, first, c.where)
-				}
-				from[c.crd.Name] = c.where
-				crds = append(crds, c.crd)
-			}
+		if first, ok := from[crd.Name]; ok {
+			return fmt.Errorf("CustomResourceDefinition %q is defined in %s too; keep one of them", crd.Name, first)
 		}
+		from[crd.Name] = where
+		crds = append(crds, crd)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return crds, nil
 }
 
-// crdFiles lists the files path stands for: itself, or the CRD files in it.
-func crdFiles(path string) ([]string, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			where := ""
-			if wd, err := os.Getwd(); err == nil && !filepath.IsAbs(path) {
-				where = fmt.Sprintf(" (relative paths start at %s, under go test the package directory)", wd)
-			}
-			return nil, fmt.Errorf("%q does not exist%s; write the path of a CRD file (.yaml, .yml, .json) or of a directory of them, e.g. filepath.Join(\"..\", \"config\", \"crd\", \"bases\")", path, where)
-		}
-		return nil, err
-	}
-	if !info.IsDir() {
-		// A file named explicitly must be one we read: skipping it, as
-		// envtest does, would install nothing without saying so.
-		if !slices.Contains(crdFileExtensions, filepath.Ext(path)) {
-			return nil, fmt.Errorf("%q is not a .yaml, .yml or .json file; give it one of these extensions", path)
-		}
-		return []string{path}, nil
-	}
-	entries, err := os.ReadDir(path)
-	if err != nil {
-		return nil, err
-	}
-	var files []string
-	for _, e := range entries {
-		name := filepath.Join(path, e.Name())
-		if !slices.Contains(crdFileExtensions, filepath.Ext(name)) {
-			continue
-		}
-		// Stat, not the entry's type, so that a symbolic link to a file
-		// counts and one to a directory does not.
-		if info, err := os.Stat(name); err != nil {
-			return nil, err
-		} else if info.IsDir() {
-			continue
-		}
-		files = append(files, name)
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("directory %q holds no .yaml, .yml or .json file (subdirectories are not read); name the directory the CRDs are in", path)
-	}
-	return files, nil
-}
-
-type readCRD struct {
-	crd   *apiextensionsv1.CustomResourceDefinition
-	where string // file and document, for errors
-}
-
-// readCRDFile decodes every YAML (or JSON) document in file; empty
-// documents, such as one before a leading "---", are skipped.
-func readCRDFile(file string) ([]readCRD, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	var crds []readCRD
-	reader := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for n := 1; ; n++ {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return crds, nil
-		}
-		where := fmt.Sprintf("%s (document %d)", file, n)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
-		}
-		crd, err := decodeCRD(doc)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
-		}
-		if crd != nil {
-			crds = append(crds, readCRD{crd: crd, where: where})
-		}
-	}
-}
-
-// decodeCRD decodes one document; nil, nil for an empty one.
-func decodeCRD(doc []byte) (*apiextensionsv1.CustomResourceDefinition, error) {
-	data, err := yaml.ToJSON(doc)
-	if err != nil {
-		return nil, fmt.Errorf("not valid YAML or JSON: %w", err)
-	}
-	if trimmed := bytes.TrimSpace(data); len(trimmed) == 0 || string(trimmed) == "null" {
-		return nil, nil
-	}
-	gvk, err := serializerjson.DefaultMetaFactory.Interpret(data)
-	if err != nil {
-		return nil, fmt.Errorf("not an object: %w", err)
-	}
+// decodeCRD decodes one document of the kind gvk.
+func decodeCRD(data []byte, gvk *schema.GroupVersionKind) (*apiextensionsv1.CustomResourceDefinition, error) {
 	switch {
 	case gvk.GroupKind() != crdGroupKind:
 		return nil, fmt.Errorf("%s, not a CustomResourceDefinition; only CRDs (apiVersion: %s) are installed from files: name the files or directory that hold CRDs alone, and create other objects with a client", describeKind(gvk), apiextensionsv1.SchemeGroupVersion)
 	case gvk.Version != apiextensionsv1.SchemeGroupVersion.Version:
 		return nil, fmt.Errorf("apiVersion %s is not served (v1beta1 was removed in Kubernetes 1.22); write apiVersion: %s", gvk.GroupVersion(), apiextensionsv1.SchemeGroupVersion)
 	}
-	obj, _, err := crdDecoder.Decode(data, nil, &apiextensionsv1.CustomResourceDefinition{})
-	if err != nil {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := decodeStrict(data, crd); err != nil {
 		return nil, err
 	}
-	crd := obj.(*apiextensionsv1.CustomResourceDefinition)
 	if crd.Name == "" {
 		return nil, fmt.Errorf("CustomResourceDefinition without metadata.name; write <plural>.<group>, e.g. %s.%s", crd.Spec.Names.Plural, crd.Spec.Group)
 	}
 	return crd, nil
 }
 
-func describeKind(gvk *schema.GroupVersionKind) string {
-	if gvk.Kind == "" {
-		return "no kind"
-	}
-	if gvk.Group == "" && gvk.Version == "" {
-		return "kind " + gvk.Kind
-	}
-	return fmt.Sprintf("kind %s (apiVersion %s)", gvk.Kind, gvk.GroupVersion())
-}
-
 // InstallCRDs creates crds or updates those that exist (a server restarted
 // on the same data dir, or a CRD installed twice) to what they say now, and
 // waits at most timeout until all are served: established, their resources
 // in discovery, so that a RESTMapper created afterwards maps them, and every
-// served version answering. It returns the CRDs as the server has them.
+// served version answering. A CRD whose update changed its spec (its
+// schema, its conversion webhook's URL) is waited for until the API server
+// serves that spec (waitForSpecServed). It returns the CRDs as the server
+// has them.
 func InstallCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition, timeout time.Duration) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	if len(crds) == 0 {
 		return nil, nil
 	}
+	deadline := time.Now().Add(timeout)
 	client, err := clientset.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	for _, crd := range crds {
-		if err := createOrUpdateCRD(ctx, client, crd); err != nil {
+	var changed []int
+	for i, crd := range crds {
+		_, specChanged, err := createOrUpdate(ctx, client.ApiextensionsV1().CustomResourceDefinitions(), crd)
+		if err != nil {
+			return nil, fmt.Errorf("writing CustomResourceDefinition %q: %w", crd.Name, err)
+		}
+		if specChanged {
+			changed = append(changed, i)
+		}
+	}
+	installed, err := waitForCRDs(ctx, client, crds, timeout)
+	if err != nil || len(changed) == 0 {
+		return installed, err
+	}
+	quiet, err := quietClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range changed {
+		if installed[i], err = waitForSpecServed(ctx, quiet, crds[i], time.Until(deadline)); err != nil {
 			return nil, err
 		}
 	}
-	return waitForCRDs(ctx, client, crds, timeout)
-}
-
-// createOrUpdateCRD creates crd or, when it exists (a server restarted on
-// the same data dir, or a CRD installed twice), replaces it by what the
-// file says now.
-func createOrUpdateCRD(ctx context.Context, client clientset.Interface, crd *apiextensionsv1.CustomResourceDefinition) error {
-	crds := client.ApiextensionsV1().CustomResourceDefinitions()
-	_, err := crds.Create(ctx, crd.DeepCopy(), metav1.CreateOptions{})
-	if err == nil {
-		return nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating CustomResourceDefinition %q: %w", crd.Name, err)
-	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		existing, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		update := crd.DeepCopy()
-		update.ResourceVersion = existing.ResourceVersion
-		_, err = crds.Update(ctx, update, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("updating CustomResourceDefinition %q: %w", crd.Name, err)
-	}
-	return nil
+	return installed, nil
 }
 
 // waitForCRDs polls until every CRD is Established and each of its served

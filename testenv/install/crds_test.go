@@ -87,7 +87,7 @@ func TestReadCRDs(t *testing.T) {
 		{
 			name:    "one CRD in two files",
 			paths:   []string{"testdata/crds", "testdata/invalid/widgets-again.yaml"},
-			wantErr: []string{`"widgets.crds.example.com" is defined in testdata/crds/widgets.yaml (document 1) and again in testdata/invalid/widgets-again.yaml (document 1)`},
+			wantErr: []string{`testdata/invalid/widgets-again.yaml (document 1): CustomResourceDefinition "widgets.crds.example.com" is defined in testdata/crds/widgets.yaml (document 1) too`},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

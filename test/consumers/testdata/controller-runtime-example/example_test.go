@@ -2,10 +2,10 @@ package example_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,11 +14,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 )
+
+// TestMain sets controller-runtime's logger once for all tests: it keeps the
+// first one it is given, so a test's own (testr) would outlive its test.
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New())
+	os.Exit(m.Run())
+}
 
 // ownerLabel marks the ConfigMaps that get a child.
 const ownerLabel = "example.com/owner"
@@ -52,7 +60,6 @@ func TestChildrenAreCollected(t *testing.T) {
 	// namespace controller included; stopped when the test ends.
 	s := cptesting.StartTestServer(t, cptesting.Options{})
 
-	ctrl.SetLogger(testr.New(t))
 	mgr, err := ctrl.NewManager(s.ClientConfig, ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, // no metrics listener in a test
 	})
@@ -67,16 +74,7 @@ func TestChildrenAreCollected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error)
-	go func() { stopped <- mgr.Start(ctx) }()
-	// Runs before the server stops: cleanups run last registered, first run.
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	startManager(t, mgr)
 
 	// The test reads the API server, not the manager's cache.
 	c, err := client.New(s.ClientConfig, client.Options{})
@@ -117,6 +115,21 @@ func TestChildrenAreCollected(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the namespace controller removes the namespace", gone(c, &corev1.Namespace{}, client.ObjectKey{Name: ns.Name}))
+}
+
+// startManager runs mgr until the test ends, and stops it before the
+// server: cleanups run last registered, first run.
+func startManager(t *testing.T, mgr ctrl.Manager) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error)
+	go func() { stopped <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
 }
 
 // eventually polls condition until it returns true, and fails the test when
