@@ -4,19 +4,23 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"sigs.k8s.io/sample-generic-controlplane/testenv"
+	"sigs.k8s.io/sample-generic-controlplane/testenv/install"
 )
 
 // k8sClient reads and writes through the API server, not the manager's cache.
@@ -33,7 +37,13 @@ func runSuite(m *testing.M) (code int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	env, err := testenv.Start(ctx, testenv.Options{CRDPaths: []string{"config/crd"}})
+	// The CRD and the webhook configurations as the project's manifests
+	// have them: the launcher points the webhooks at the webhook server
+	// below, and returns once the API server calls them.
+	env, err := testenv.Start(ctx, testenv.Options{
+		CRDPaths: []string{"config/crd"},
+		Webhooks: &install.WebhookOptions{Paths: []string{"config/webhook/manifests.yaml"}},
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -45,11 +55,13 @@ func runSuite(m *testing.M) (code int) {
 		}
 	}()
 
-	// Webhooks: here the suite would start its webhook server and have the
-	// launcher install its webhook configurations, once testenv takes them.
-
 	mgr, err := ctrl.NewManager(env.ClientConfig, ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, // no metrics listener in a test
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    env.Webhooks.LocalServingHost,
+			Port:    env.Webhooks.LocalServingPort,
+			CertDir: env.Webhooks.LocalServingCertDir,
+		}),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -59,6 +71,7 @@ func runSuite(m *testing.M) (code int) {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	SetupWebhookWithManager(mgr)
 	stopped := make(chan error, 1)
 	go func() { stopped <- mgr.Start(ctx) }()
 	defer func() {
@@ -68,11 +81,39 @@ func runSuite(m *testing.M) (code int) {
 			code = 1
 		}
 	}()
+	// The webhooks are in effect, and take requests once their server
+	// listens.
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return mgr.GetWebhookServer().StartedChecker()(nil) == nil, nil
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "webhook server:", err)
+		return 1
+	}
 	if k8sClient, err = client.New(env.ClientConfig, client.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
+}
+
+// The webhooks are in effect when the suite starts: the first Widget
+// without a color is given the default one, and one of a color not in the
+// palette is refused, with no retry (envtest suites poll for this).
+func TestWebhooks(t *testing.T) {
+	colorless := NewWidget("default", "colorless")
+	if err := k8sClient.Create(t.Context(), colorless, client.DryRunAll); err != nil {
+		t.Fatal(err)
+	}
+	if color, _, _ := unstructured.NestedString(colorless.Object, "spec", "color"); color != DefaultColor {
+		t.Errorf("a Widget created without a color has color %q, want the default %q", color, DefaultColor)
+	}
+	purple := NewWidget("default", "purple")
+	purple.Object["spec"] = map[string]any{"color": "purple"}
+	err := k8sClient.Create(t.Context(), purple, client.DryRunAll)
+	if err == nil || !strings.Contains(err.Error(), `admission webhook "vwidget-v1.example.com" denied the request`) {
+		t.Errorf("creating a purple Widget: %v, want the validating webhook's refusal", err)
+	}
 }
 
 // The reconciler's ConfigMap goes with its Widget: the garbage collector

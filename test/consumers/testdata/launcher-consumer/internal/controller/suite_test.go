@@ -78,7 +78,7 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&widgets.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)).To(Succeed())
-	SetupWidgetWebhookWithManager(mgr)
+	widgets.SetupWebhookWithManager(mgr)
 	go func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(ctx)).To(Succeed())

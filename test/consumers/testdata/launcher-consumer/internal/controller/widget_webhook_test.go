@@ -23,7 +23,7 @@ var _ = Describe("Widget webhooks", func() {
 			color, _, err := unstructured.NestedString(widget.Object, "spec", "color")
 			g.Expect(err).NotTo(HaveOccurred())
 			return color
-		}, timeout, interval).Should(Equal(DefaultColor))
+		}, timeout, interval).Should(Equal(widgets.DefaultColor))
 	})
 
 	It("refuse a Widget whose color is not in the palette", func() {

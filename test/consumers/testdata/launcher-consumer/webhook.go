@@ -1,11 +1,4 @@
-// Package controller runs the operator's Widget controller and webhooks
-// under a kubebuilder-shaped envtest suite (suite_test.go) that points its
-// envtest.Environment at sample-generic-controlplane: the suite keeps its
-// CRD and webhook install options, and gains garbage collection and
-// namespace deletion. kubebuilder scaffolds the webhooks in a package of
-// their own (internal/webhook/v1); here they sit beside the suite that
-// serves them.
-package controller
+package widgets
 
 import (
 	"context"
@@ -23,14 +16,17 @@ const DefaultColor = "blue"
 // Palette is the colors a Widget may have.
 var Palette = []string{"blue", "green", "red"}
 
-// SetupWidgetWebhookWithManager serves the defaulting and validating
-// webhooks of config/webhook/manifests.yaml on mgr's webhook server, at the
-// paths ctrl.NewWebhookManagedBy would give them: it refuses the Widget of
-// this example, which is unstructured (its conversion check wants a type).
+// SetupWebhookWithManager serves the defaulting and validating webhooks of
+// config/webhook/manifests.yaml on mgr's webhook server, at the paths
+// ctrl.NewWebhookManagedBy would give them: it refuses the Widget of this
+// example, which is unstructured (its conversion check wants a type).
+// kubebuilder scaffolds webhooks in a package of their own
+// (internal/webhook/v1); here they sit beside the reconciler, for both
+// suites: the launcher's (suite_test.go) and envtest's (internal/controller).
 //
 // +kubebuilder:webhook:path=/mutate-example-com-v1-widget,mutating=true,failurePolicy=fail,sideEffects=None,groups=example.com,resources=widgets,verbs=create;update,versions=v1,name=mwidget-v1.example.com,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-example-com-v1-widget,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.com,resources=widgets,verbs=create;update,versions=v1,name=vwidget-v1.example.com,admissionReviewVersions=v1
-func SetupWidgetWebhookWithManager(mgr ctrl.Manager) {
+func SetupWebhookWithManager(mgr ctrl.Manager) {
 	server := mgr.GetWebhookServer()
 	server.Register("/mutate-example-com-v1-widget", admission.WithDefaulter[*unstructured.Unstructured](mgr.GetScheme(), widgetWebhook{}))
 	server.Register("/validate-example-com-v1-widget", admission.WithValidator[*unstructured.Unstructured](mgr.GetScheme(), widgetWebhook{}))
