@@ -12,8 +12,9 @@
 #               ledger) for FUZZTIME, default 20s (docs/testing.md, "Fuzzing")
 #   make verify gofmt, go vet and go mod tidy of every module, generated code up to date
 #   make bench  start-up, idle memory, writes, lists, watches and controllers,
-#               beside upstream anchors; NetworkClaim allocation latency and the
-#               prefix index (docs/performance.md)
+#               beside upstream anchors; the test servers beside envtest;
+#               NetworkClaim allocation latency and the prefix index
+#               (docs/performance.md)
 #   make release
 #               stripped, reproducible binaries for linux and darwin on amd64
 #               and arm64 in dist/, with dist/SHA256SUMS
@@ -116,8 +117,9 @@ codegen:
 	./hack/update-codegen.sh
 
 # The anchors, built from our module graph: etcd, the upstream generic sample
-# and kube-controller-manager with the generic controllers, separate processes
-# (docs/performance.md).
+# and kube-controller-manager with the generic controllers, separate processes;
+# for the test servers, controller-runtime's envtest on kube-apiserver and the
+# same etcd (docs/performance.md).
 bench: build
 	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/anchor-apiserver k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic
 	$(GO) build -o $(BIN)/anchor-etcd go.etcd.io/etcd/server/v3
@@ -125,6 +127,10 @@ bench: build
 	@echo "machine: $$(uname -srm), $$(nproc) CPUs, $$(awk '/MemTotal/ {printf "%.0f GiB", $$2/1048576}' /proc/meminfo); $$($(GO) version)"
 	$(GO) run ./hack/bench/startup -binary $(BINARY) -anchor-apiserver $(BIN)/anchor-apiserver \
 		-anchor-etcd $(BIN)/anchor-etcd -anchor-kcm $(BIN)/anchor-kcm $(BENCH_ARGS)
+	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	$(GO) build -o $(BIN)/bench-envtest-inprocess ./hack/bench/envtest/inprocess
+	$(GO) run ./hack/bench/envtest -kube-apiserver $(BIN)/kube-apiserver -etcd $(BIN)/anchor-etcd \
+		-inprocess $(BIN)/bench-envtest-inprocess -binary $(BINARY)
 	$(GO) run ./hack/bench/load -binary $(BINARY) -anchor-apiserver $(BIN)/anchor-apiserver \
 		-anchor-etcd $(BIN)/anchor-etcd -anchor-kcm $(BIN)/anchor-kcm
 	$(GO) run ./hack/bench/controllers -binary $(BINARY) -kcm $(BIN)/anchor-kcm
