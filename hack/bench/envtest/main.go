@@ -86,7 +86,7 @@ func main() {
 		return []string{self, "-child=" + name, "-kube-apiserver=" + *kubeAPIServer, "-etcd=" + *etcd, "-binary=" + *binary, "--"}
 	}
 	contenders := []contender{
-		{name: "in-process", command: []string{*inProcess}},
+		{name: "in-process", command: []string{*inProcess, "--"}},
 		{name: "launcher", command: selfChild("launcher"), missing: launcherMissing},
 		{name: "envtest", command: selfChild("envtest")},
 	}

@@ -6,11 +6,12 @@
 // memory is the server's and the suite's only.
 //
 //	go build -o bin/bench-envtest-inprocess ./hack/bench/envtest/inprocess
-//	bin/bench-envtest-inprocess [-servers N] [-tests N] [-crds DIR]
+//	bin/bench-envtest-inprocess [-log FILE -v N] -- [-servers N] [-tests N] [-crds DIR] [-cpuprofile FILE] [-trace FILE]
 package main
 
 import (
 	"context"
+	"flag"
 	"io"
 	"os"
 
@@ -22,11 +23,24 @@ import (
 )
 
 func main() {
+	klog.InitFlags(nil)
+	logFile := flag.String("log", "", "write the servers' log to this file, at -v; by default it is discarded")
+	flag.Parse()
 	// The server logs as the binary does; the harness reads stdout.
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
+	if *logFile != "" {
+		f, err := os.Create(*logFile)
+		if err != nil {
+			phases.Fail(err)
+		}
+		defer f.Close() //nolint:errcheck
+		klog.SetOutput(f)
+	}
 	c := phases.Contender{Name: "in-process", Start: start, NamespacesGo: true}
-	if err := phases.RunChild(c, os.Args[1:], os.Stdout); err != nil {
+	err := phases.RunChild(c, flag.Args(), os.Stdout)
+	klog.Flush()
+	if err != nil {
 		phases.Fail(err)
 	}
 }

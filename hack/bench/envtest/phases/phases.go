@@ -78,18 +78,22 @@ func RunChild(c Contender, args []string, out io.Writer) error {
 	crds := fs.String("crds", "hack/bench/envtest/testdata/crds", "directory of the CRDs to install")
 	tests := fs.Int("tests", 20, "reconciler tests in the suite")
 	servers := fs.Int("servers", 1, "servers started at once; more than one measures only their start, to ready, and stop")
+	startOnly := fs.Bool("start-only", false, "only start the servers to ready and stop them, as with -servers, e.g. to profile a start")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the start (to ready) to this file")
+	traceFile := fs.String("trace", "", "write an execution trace of the start (to ready) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	ctx := context.Background()
+	p := profiles{cpu: *cpuProfile, trace: *traceFile}
 	var (
 		r   Result
 		err error
 	)
-	if *servers > 1 {
-		r, err = parallel(ctx, c, *servers)
+	if *servers > 1 || *startOnly {
+		r, err = parallel(ctx, c, *servers, p)
 	} else {
-		r, err = sequence(ctx, c, *crds, *tests)
+		r, err = sequence(ctx, c, *crds, *tests, p)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Name, err)
@@ -98,14 +102,24 @@ func RunChild(c Contender, args []string, out io.Writer) error {
 }
 
 // sequence is one suite's life: start, CRDs, the tests, stop.
-func sequence(ctx context.Context, c Contender, crds string, tests int) (Result, error) {
+func sequence(ctx context.Context, c Contender, crds string, tests int, p profiles) (Result, error) {
 	var r Result
-	start := time.Now()
-	s, err := startReady(ctx, c, "bench-ready")
+	stopProfiles, err := p.start()
 	if err != nil {
 		return r, err
 	}
+	start := time.Now()
+	s, err := startReady(ctx, c, "bench-ready")
 	r.Start = time.Since(start).Seconds()
+	if profErr := stopProfiles(); err == nil {
+		err = profErr
+	}
+	if err != nil {
+		if s != nil {
+			s.Stop() //nolint:errcheck // the error that got us here is the one to report
+		}
+		return r, err
+	}
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -139,9 +153,13 @@ func sequence(ctx context.Context, c Contender, crds string, tests int) (Result,
 
 // parallel starts n servers at once and times until all are ready, then
 // stops them.
-func parallel(ctx context.Context, c Contender, n int) (Result, error) {
+func parallel(ctx context.Context, c Contender, n int, p profiles) (Result, error) {
 	var r Result
 	servers := make([]Server, n)
+	stopProfiles, err := p.start()
+	if err != nil {
+		return r, err
+	}
 	start := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range servers {
@@ -151,8 +169,11 @@ func parallel(ctx context.Context, c Contender, n int) (Result, error) {
 			return err
 		})
 	}
-	err := g.Wait()
+	err = g.Wait()
 	r.AllReady = time.Since(start).Seconds()
+	if profErr := stopProfiles(); err == nil {
+		err = profErr
+	}
 	r.DescendantsPeakKiB = descendantsPeakKiB()
 	start = time.Now()
 	var stop errgroup.Group
