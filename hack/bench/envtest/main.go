@@ -10,11 +10,11 @@
 //
 // Every measurement runs in a child process: this command again with
 // -child for envtest and the launcher, bin/bench-envtest-inprocess for the
-// in-process server. A child's peak RSS is read from its rusage when it
-// exits, and the peaks of the servers it ran as processes are added, so
-// the in-process server's memory is its process's and envtest's is that of
-// the suite's process, its kube-apiserver and its etcd. Contenders take
-// turns within each run, so noise on the machine hits all of them.
+// in-process server. The child reports its own peak RSS and those of the
+// servers it ran as processes, so the in-process server's memory is its
+// process's and envtest's is that of the suite's process, its
+// kube-apiserver and its etcd. Contenders take turns within each run, so
+// noise on the machine hits all of them.
 //
 //	make bench   # builds what it needs, then:
 //	go run ./hack/bench/envtest -kube-apiserver bin/kube-apiserver -etcd bin/anchor-etcd \
@@ -31,7 +31,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"sigs.k8s.io/sample-generic-controlplane/hack/bench/envtest/phases"
 	"sigs.k8s.io/sample-generic-controlplane/hack/bench/internal/benchutil"
@@ -144,9 +143,7 @@ func (c *contender) measure(args []string, into *samples) error {
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		return fmt.Errorf("%s: reading its result %q: %w", c.name, stdout.String(), err)
 	}
-	// ru_maxrss is the child's peak resident set, in KiB on Linux.
-	ownKiB := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
-	into.peakRSS = append(into.peakRSS, float64(ownKiB+r.DescendantsPeakKiB)/1024)
+	into.peakRSS = append(into.peakRSS, float64(r.OwnPeakKiB+r.DescendantsPeakKiB)/1024)
 	into.start = append(into.start, r.Start)
 	into.crds = append(into.crds, r.CRDs)
 	into.suite = append(into.suite, r.Suite)

@@ -8,10 +8,10 @@ import (
 )
 
 // descendantsPeakKiB sums the peak RSS (VmHWM) of this process's
-// descendants, found by their parent pids in /proc. A process's own peak
-// is also in its rusage once it is waited for, but only as the largest of
-// its children's (RUSAGE_CHILDREN), not their sum: envtest's etcd and
-// kube-apiserver are two processes whose memory adds up.
+// descendants, found by their parent pids in /proc. Rusage cannot tell:
+// the ru_maxrss of a child that has been waited for is the largest of its
+// own and its waited-for descendants' peaks, not their sum, and envtest's
+// etcd and kube-apiserver are two processes whose memory adds up.
 func descendantsPeakKiB() int64 {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

@@ -65,9 +65,11 @@ type Result struct {
 	// AllReady is the time until every one of the servers started at once
 	// created a namespace.
 	AllReady float64 `json:",omitempty"`
+	// OwnPeakKiB is the child's own peak RSS, read as it ends.
+	OwnPeakKiB int64
 	// DescendantsPeakKiB is the peak RSS of the child's descendant
 	// processes (the servers it ran as processes), summed, read just before
-	// they were stopped. The child's own peak is its parent's to read.
+	// they were stopped.
 	DescendantsPeakKiB int64
 }
 
@@ -98,6 +100,7 @@ func RunChild(c Contender, args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Name, err)
 	}
+	r.OwnPeakKiB = peakKiB(os.Getpid())
 	return json.NewEncoder(out).Encode(r)
 }
 
