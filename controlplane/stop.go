@@ -13,18 +13,9 @@ import (
 // the API server to drain, then storageCloseTimeout: 13 s with the
 // defaults, whatever etcd's state.
 const (
-	// httpShutdownTimeout bounds how long the HTTP server's shutdown waits
-	// for connections to close; upstream gives it --request-timeout. It
-	// does not bound a request: the API server drains the requests in
-	// flight, watches included, on its own before Run returns, and a
-	// shutdown that gives up leaves the connections that still serve one
-	// open. What is left to wait for by then is idle HTTP/2 connections,
-	// which their clients keep after the server's GOAWAY (Go's do) and the
-	// server closes only after x/net/http2's one-second goAwayTimeout: a
-	// test's clients kept every in-process test server's stop waiting a
-	// second. A shutdown that stops waiting leaves those to close on that
-	// timer.
-	httpShutdownTimeout = 100 * time.Millisecond
+	// httpShutdownTimeout bounds the HTTP server's graceful shutdown, which
+	// waits for connections to go idle; upstream gives it --request-timeout.
+	httpShutdownTimeout = 4 * time.Second
 	// apiStopTimeout bounds the API server's graceful stop after the
 	// shutdown delay: its pre-shutdown hooks, the requests in flight and
 	// the HTTP server's shutdown. With a healthy etcd it takes milliseconds.
