@@ -106,10 +106,15 @@ func checkSpaceOften(o *controlplane.Options) error {
 func fillDatabase(t *testing.T, client kubernetes.Interface, prefix string) []string {
 	t.Helper()
 	data := make([]byte, 900<<10)
-	var names []string
+	var (
+		names    []string
+		attempts int
+	)
 	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
 		rand.Read(data) //nolint:errcheck // never fails
-		name := fmt.Sprintf("%s-%d", prefix, len(names))
+		// A name per attempt: a refused create may have been stored.
+		name := fmt.Sprintf("%s-%d", prefix, attempts)
+		attempts++
 		_, err := client.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string][]byte{"blob": data},
 		}, metav1.CreateOptions{})
@@ -120,7 +125,13 @@ func fillDatabase(t *testing.T, client kubernetes.Interface, prefix string) []st
 		case !strings.Contains(err.Error(), "database space exceeded"):
 			return false, fmt.Errorf("create %s: want etcd's database space exceeded, got %w", name, err)
 		}
-		// Refused: full, once the control plane's check says so.
+		// Refused. etcd applies the write that takes its database over the
+		// quota, then answers it with the error (its quota applier), so
+		// that Secret is stored and is deleted with the others.
+		if _, err := client.CoreV1().Secrets("default").Get(ctx, name, metav1.GetOptions{}); err == nil {
+			names = append(names, name)
+		}
+		// Full, once the control plane's check says so.
 		var code int
 		client.Discovery().RESTClient().Get().AbsPath("/readyz/etcd-nospace-alarm").Do(ctx).StatusCode(&code)
 		return code == http.StatusInternalServerError, nil
