@@ -164,12 +164,18 @@ func TestOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name := range haHolders(allocationsOf(t, list.Items)) {
-		promoted := false
-		for _, e := range eventsFor(t, second.ClientConfig, name) {
-			promoted = promoted || (e.Reason == allocation.EventAllocated && e.Source.Host == newLeader)
-		}
-		if !promoted {
-			t.Errorf("no Allocated event on %s from the new leader %q", name, newLeader)
+		// Events are recorded in the background, after the status write
+		// the poll above saw: wait for it.
+		err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+			for _, e := range eventsFor(t, second.ClientConfig, name) {
+				if e.Reason == allocation.EventAllocated && e.Source.Host == newLeader {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Errorf("no Allocated event on %s from the new leader %q: %v", name, newLeader, err)
 		}
 	}
 
