@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -63,14 +64,9 @@ func settle(ctx context.Context, client rest.Interface) (bool, error) {
 // readMetrics returns the values of unlabelled gauges and counters from
 // /metrics, in the order of names.
 func readMetrics(ctx context.Context, client rest.Interface, names ...string) ([]float64, error) {
-	body, err := client.Get().AbsPath("/metrics").DoRaw(ctx)
+	families, err := scrapeMetrics(ctx, client)
 	if err != nil {
-		return nil, fmt.Errorf("reading /metrics: %w", err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("parsing /metrics: %w", err)
+		return nil, err
 	}
 	out := make([]float64, len(names))
 	for i, name := range names {
@@ -99,3 +95,17 @@ func perClaim(before, after float64, n int) string {
 
 // mib formats bytes in MiB.
 func mib(b float64) string { return fmt.Sprintf("%.0f MiB", b/(1<<20)) }
+
+// scrapeMetrics reads and parses the control plane's /metrics.
+func scrapeMetrics(ctx context.Context, client rest.Interface) (map[string]*dto.MetricFamily, error) {
+	body, err := client.Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading /metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("parsing /metrics: %w", err)
+	}
+	return families, nil
+}

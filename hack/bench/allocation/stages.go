@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -9,8 +8,6 @@ import (
 	"slices"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
@@ -54,14 +51,9 @@ type bucket struct {
 
 // readStages reads the stages' histograms from /metrics.
 func readStages(ctx context.Context, client rest.Interface) (histograms, error) {
-	body, err := client.Get().AbsPath("/metrics").DoRaw(ctx)
+	families, err := scrapeMetrics(ctx, client)
 	if err != nil {
-		return nil, fmt.Errorf("reading /metrics: %w", err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("parsing /metrics: %w", err)
+		return nil, err
 	}
 	out := make(histograms, len(stages))
 	for i, s := range stages {
