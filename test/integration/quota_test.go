@@ -189,9 +189,10 @@ func TestObjectCountQuotaNames(t *testing.T) {
 			}
 			took = waitForUsed(t, client, ns, "q", fmt.Sprintf("used %s = %d after a deletion", tc.name, limit-1), usedIs(tc.name, limit-1))
 			t.Logf("usage of %s recalculated %s after a deletion", tc.name, took.Round(time.Millisecond))
-			if _, err := objects.Namespace(ns).Create(ctx, object("after-delete"), metav1.CreateOptions{}); err != nil {
-				t.Fatalf("create after a deletion freed a place: %v", err)
-			}
+			createWithinQuota(t, "create after a deletion freed a place", func(ctx context.Context) error {
+				_, err := objects.Namespace(ns).Create(ctx, object("after-delete"), metav1.CreateOptions{})
+				return err
+			})
 		})
 	}
 }
@@ -271,11 +272,34 @@ func TestQuotaChangeRecalculates(t *testing.T) {
 		return usedIs("secrets", 0)(s) && hard.Value() == 2
 	})
 	t.Logf("usage recalculated %s after the quota changed", took.Round(time.Millisecond))
-	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("configmap within the raised limit: %v", err)
-	}
-	if _, err := client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("first secret: %v", err)
+	createWithinQuota(t, "configmap within the raised limit", func(ctx context.Context) error {
+		_, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, metav1.CreateOptions{})
+		return err
+	})
+	createWithinQuota(t, "first secret", func(ctx context.Context) error {
+		_, err := client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// createWithinQuota creates what the quota's status, as read from the API,
+// now allows. The ResourceQuota admission plugin, like upstream's, reads
+// quotas from its informer: right after the controller wrote a lower usage
+// or a raised limit, it may still see the earlier status or spec and refuse
+// with "exceeded quota". Such refusals are retried until the informer
+// catches up; any other error fails the test.
+func createWithinQuota(t *testing.T, what string, create func(context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		last = create(ctx)
+		if last != nil && apierrors.IsForbidden(last) && strings.Contains(last.Error(), "exceeded quota") {
+			return false, nil
+		}
+		return last == nil, last
+	})
+	if err != nil {
+		t.Fatalf("%s: %v (last refusal: %v)", what, err, last)
 	}
 }
 
