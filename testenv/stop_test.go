@@ -251,3 +251,31 @@ func TestAttachOutput(t *testing.T) {
 		t.Errorf("the test's stderr did not get the server's log:\n%s", out)
 	}
 }
+
+// The binary runs on the server's data dir and a free port, deletes
+// namespaces without a grace period, and the test's flags come last, so
+// that they can set any of these back.
+func TestServerArgs(t *testing.T) {
+	tests := []struct {
+		name  string
+		flags []string
+		want  []string
+	}{
+		{
+			name: "defaults",
+			want: []string{"--data-dir=/d", "--secure-port=0", "--bind-address=127.0.0.1", "--namespace-deletion-grace-period=0"},
+		},
+		{
+			name:  "a grace period set back",
+			flags: []string{"--namespace-deletion-grace-period=5s"},
+			want:  []string{"--data-dir=/d", "--secure-port=0", "--bind-address=127.0.0.1", "--namespace-deletion-grace-period=0", "--namespace-deletion-grace-period=5s"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := serverArgs("/d", tt.flags); strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("serverArgs = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -52,8 +52,9 @@ type Options struct {
 	DataDir string
 	// Flags are command-line flags of the control plane, e.g.
 	// "--controllers=*,-garbage-collector-controller". The launcher passes
-	// --data-dir (set DataDir instead), --secure-port=0 and
-	// --bind-address=127.0.0.1 before them.
+	// --data-dir (set DataDir instead), --secure-port=0,
+	// --bind-address=127.0.0.1 and --namespace-deletion-grace-period=0
+	// before them.
 	Flags []string
 	// StartTimeout bounds the wait for readiness, and each wait for CRDs to
 	// be served; DefaultStartTimeout if zero.
@@ -200,10 +201,7 @@ func Start(ctx context.Context, opts Options) (*TestServer, error) {
 		dataDir = filepath.Join(workDir, "data")
 	}
 	s := &TestServer{DataDir: dataDir, Webhooks: webhooks, binary: binary, workDir: workDir, startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout}
-	// A free port chosen by the server itself: parallel tests never race
-	// for one.
-	args := append([]string{"--data-dir=" + s.DataDir, "--secure-port=0", "--bind-address=127.0.0.1"}, opts.Flags...)
-	s.process, err = startProcess(binary, args, workDir, attach)
+	s.process, err = startProcess(binary, serverArgs(s.DataDir, opts.Flags), workDir, attach)
 	if err != nil {
 		return nil, utilerrors.NewAggregate([]error{err, os.RemoveAll(workDir)})
 	}
@@ -238,6 +236,15 @@ func attachOutput(asked bool) (bool, error) {
 		return false, fmt.Errorf("$%s=%q: write true or false", EnvAttachOutput, value)
 	}
 	return attach, nil
+}
+
+// serverArgs are the binary's arguments: a free port chosen by the server
+// itself, so that parallel tests never race for one, and no namespace
+// deletion grace period, as in the in-process test server: its API server
+// is the only one on its etcd. flags come last, so a test can set either
+// back.
+func serverArgs(dataDir string, flags []string) []string {
+	return append([]string{"--data-dir=" + dataDir, "--secure-port=0", "--bind-address=127.0.0.1", "--namespace-deletion-grace-period=0"}, flags...)
 }
 
 // adminConfig is the client configuration of the kubeconfig the server

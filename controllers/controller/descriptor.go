@@ -59,7 +59,11 @@ type Descriptor struct {
 type Settings struct {
 	ConcurrentGCSyncs        int
 	ConcurrentNamespaceSyncs int
-	ConcurrentQuotaSyncs     int
+	// NamespaceDeletionGracePeriod is how long after a namespace's deletion
+	// the namespace controller starts emptying it: upstream's 5 s lets other
+	// API servers and etcd members see the deletion first.
+	NamespaceDeletionGracePeriod time.Duration
+	ConcurrentQuotaSyncs         int
 	// ResourceQuotaSyncPeriod is how often every quota is recalculated in
 	// full; events recalculate a quota at once.
 	ResourceQuotaSyncPeriod time.Duration

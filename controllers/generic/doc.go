@@ -11,5 +11,7 @@
 // working.
 //
 // The quota controller has a package of its own, controllers/resourcequota:
-// its evaluators are shared with the ResourceQuota admission plugin.
+// its evaluators are shared with the ResourceQuota admission plugin. So has
+// the namespace controller, controllers/namespace: it runs upstream's
+// deleter under a controller whose deletion grace period is a setting.
 package generic

@@ -3,6 +3,7 @@ package manager
 import (
 	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/generic"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/namespace"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/resourcequota"
 )
 
@@ -12,7 +13,7 @@ import (
 func GenericControllers() []controller.Descriptor {
 	return []controller.Descriptor{
 		generic.GarbageCollectorDescriptor(),
-		generic.NamespaceDescriptor(),
+		namespace.Descriptor(),
 		generic.ServiceAccountDescriptor(),
 		generic.ClusterRoleAggregationDescriptor(),
 		resourcequota.Descriptor(),

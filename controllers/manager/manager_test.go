@@ -230,6 +230,8 @@ func TestValidate(t *testing.T) {
 		}, ""},
 		{"zero gc workers", func(o *Options) { o.ConcurrentGCSyncs = 0 }, "--concurrent-gc-syncs must be at least 1"},
 		{"zero namespace workers", func(o *Options) { o.ConcurrentNamespaceSyncs = 0 }, "--concurrent-namespace-syncs must be at least 1"},
+		{"no namespace deletion grace period", func(o *Options) { o.NamespaceDeletionGracePeriod = 0 }, ""},
+		{"negative namespace deletion grace period", func(o *Options) { o.NamespaceDeletionGracePeriod = -time.Second }, "--namespace-deletion-grace-period must not be negative"},
 		{"renew deadline beyond lease", func(o *Options) { o.RenewDeadline = o.LeaseDuration }, "--leader-elect-renew-deadline"},
 		{"retry period too close to renew deadline", func(o *Options) { o.RetryPeriod = 9 * time.Second }, "must exceed 1.2"},
 		{"timings ignored without election", func(o *Options) { o.LeaderElect = false; o.RenewDeadline = o.LeaseDuration }, ""},

@@ -18,6 +18,7 @@ import (
 	"k8s.io/controller-manager/app"
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
+	"sigs.k8s.io/sample-generic-controlplane/controllers/namespace"
 )
 
 const (
@@ -57,9 +58,10 @@ func NewOptions() *Options {
 	return &Options{
 		Controllers: []string{"*"},
 		Settings: controller.Settings{
-			ConcurrentGCSyncs:        20,
-			ConcurrentNamespaceSyncs: 10,
-			ConcurrentQuotaSyncs:     5,
+			ConcurrentGCSyncs:            20,
+			ConcurrentNamespaceSyncs:     10,
+			NamespaceDeletionGracePeriod: namespace.DefaultDeletionGracePeriod,
+			ConcurrentQuotaSyncs:         5,
 			// kube-controller-manager waits 5 min. Usage comes from in-memory
 			// caches, so 30 s is cheap, and it bounds how long a deletion goes
 			// unnoticed for a resource the controller does not watch yet (a CRD
@@ -200,6 +202,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		o.knownWithAliases()))
 	fs.IntVar(&o.ConcurrentGCSyncs, "concurrent-gc-syncs", o.ConcurrentGCSyncs, "Number of garbage collector workers.")
 	fs.IntVar(&o.ConcurrentNamespaceSyncs, "concurrent-namespace-syncs", o.ConcurrentNamespaceSyncs, "Number of namespaces deleted in parallel.")
+	fs.DurationVar(&o.NamespaceDeletionGracePeriod, "namespace-deletion-grace-period", o.NamespaceDeletionGracePeriod, "How long after a namespace's deletion its content starts to be deleted. kube-controller-manager's 5s lets other API servers and etcd members see the deletion first; a control plane whose API server is alone on its etcd can use 0, as the test servers do.")
 	fs.IntVar(&o.ConcurrentQuotaSyncs, "concurrent-resource-quota-syncs", o.ConcurrentQuotaSyncs, "Number of resource quotas synced in parallel.")
 	fs.DurationVar(&o.ResourceQuotaSyncPeriod, "resource-quota-sync-period", o.ResourceQuotaSyncPeriod, "How often every resource quota's usage is recalculated in full; changes to a quota and deletions of what it counts are acted on at once.")
 	fs.StringVar(&o.ClusterSigningCertFile, "cluster-signing-cert-file", o.ClusterSigningCertFile, "PEM CA certificate that signs approved kubernetes.io/kube-apiserver-client CSRs. Defaults to the cluster CA in --data-dir.")
@@ -228,6 +231,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ConcurrentNamespaceSyncs < 1 {
 		errs = append(errs, fmt.Errorf("--concurrent-namespace-syncs must be at least 1, got %d", o.ConcurrentNamespaceSyncs))
+	}
+	if o.NamespaceDeletionGracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("--namespace-deletion-grace-period must not be negative, got %s; write e.g. --namespace-deletion-grace-period=5s, or 0 to start at once", o.NamespaceDeletionGracePeriod))
 	}
 	if o.ConcurrentQuotaSyncs < 1 {
 		errs = append(errs, fmt.Errorf("--concurrent-resource-quota-syncs must be at least 1, got %d", o.ConcurrentQuotaSyncs))

@@ -149,6 +149,12 @@ func Start(ctx context.Context, tempDir func() string, opts Options) (*TestServe
 		return nil, fmt.Errorf("Options.Webhooks: %w", err)
 	}
 	o := controlplane.NewOptions()
+	// The test server's API server is the only one on its etcd: a deleted
+	// namespace is emptied at once, instead of after the 5 s that let other
+	// API servers see the deletion (controllers/namespace says what a zero
+	// grace period still races). Tests that wait for a namespace to go
+	// would otherwise wait 5 s each.
+	o.Controllers.NamespaceDeletionGracePeriod = 0
 	if opts.Customize != nil {
 		if err := opts.Customize(o); err != nil {
 			return nil, fmt.Errorf("customizing the control plane: %w", err)
