@@ -14,9 +14,12 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-func TestPolicyReferringToMissingCRDFieldGetsTypeCheckWarning(t *testing.T) {
+// TestPolicyReferringToMissingFieldGetsTypeCheckWarning: the policy status
+// controller type-checks a policy's expressions against the schemas the
+// server publishes, for a CRD, a built-in type and the control plane's own
+// API group alike.
+func TestPolicyReferringToMissingFieldGetsTypeCheckWarning(t *testing.T) {
 	s := sharedServer(t)
-	ctx := t.Context()
 	createCRD(t, s.ClientConfig, "probes", "Probe") // its schema has no fields at all
 	// The controller type-checks a policy once per generation, against the
 	// schemas the server publishes. A CRD's schema is published a moment
@@ -24,35 +27,55 @@ func TestPolicyReferringToMissingCRDFieldGetsTypeCheckWarning(t *testing.T) {
 	// then gets no warning until it changes, as in any cluster. Create it
 	// once the schema is there.
 	waitForOpenAPISchema(t, s.ClientConfig, "apis/gc.example.com/v1", "com.example.gc.v1.Probe")
-	policies := kubernetes.NewForConfigOrDie(s.ClientConfig).AdmissionregistrationV1().ValidatingAdmissionPolicies()
-	if _, err := policies.Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "probe-replicas"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"gc.example.com"}, APIVersions: []string{"v1"}, Resources: []string{"probes"}},
+	for _, tc := range []struct {
+		name string
+		rule admissionregistrationv1.Rule
+		// missing is the field the expression names that the type lacks.
+		missing string
+	}{
+		{name: "custom resource", rule: admissionregistrationv1.Rule{APIGroups: []string{"gc.example.com"}, APIVersions: []string{"v1"}, Resources: []string{"probes"}}, missing: "spec"},
+		{name: "built-in type", rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}, missing: "spec"},
+		{name: "NetworkClaim", rule: admissionregistrationv1.Rule{APIGroups: []string{"networking.x-k8s.io"}, APIVersions: []string{"v1alpha1"}, Resources: []string{"networkclaims"}}, missing: "replicas"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			name := "replicas-" + strings.ToLower(strings.ReplaceAll(tc.name, " ", "-"))
+			policies := kubernetes.NewForConfigOrDie(s.ClientConfig).AdmissionregistrationV1().ValidatingAdmissionPolicies()
+			if _, err := policies.Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+					MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+						RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+							Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+							Rule:       tc.rule,
+						},
+					}}},
+					Validations: []admissionregistrationv1.Validation{{Expression: "object.spec.replicas > 0"}},
 				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "object.spec.replicas > 0"}},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var warnings []admissionregistrationv1.ExpressionWarning
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
-		p, err := policies.Get(ctx, "probe-replicas", metav1.GetOptions{})
-		if err != nil || p.Status.TypeChecking == nil {
-			return false, err
-		}
-		warnings = p.Status.TypeChecking.ExpressionWarnings
-		return len(warnings) > 0, nil
-	})
-	if err != nil {
-		t.Fatalf("no type-checking warning in the policy's status: %v", err)
-	}
-	if w := warnings[0]; w.FieldRef != "spec.validations[0].expression" || !strings.Contains(w.Warning, "spec") {
-		t.Fatalf("warning %+v does not point at the expression and the missing field", w)
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := policies.Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{}); err != nil {
+					t.Error(err)
+				}
+			})
+			var warnings []admissionregistrationv1.ExpressionWarning
+			err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+				p, err := policies.Get(ctx, name, metav1.GetOptions{})
+				if err != nil || p.Status.TypeChecking == nil {
+					return false, err
+				}
+				warnings = p.Status.TypeChecking.ExpressionWarnings
+				return len(warnings) > 0, nil
+			})
+			if err != nil {
+				t.Fatalf("no type-checking warning in the policy's status: %v", err)
+			}
+			if w := warnings[0]; w.FieldRef != "spec.validations[0].expression" || !strings.Contains(w.Warning, tc.missing) {
+				t.Fatalf("warning %+v does not point at the expression and the missing field %q", w, tc.missing)
+			}
+		})
 	}
 }
 
