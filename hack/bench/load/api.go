@@ -24,12 +24,13 @@ var payload = map[string]string{"config.yaml": strings.Repeat("key: value\n", 24
 
 // The namespaces the figures create.
 const (
-	createsNamespace = "bench-creates"
-	listsNamespace   = "bench-lists"
-	watchesNamespace = "bench-watches"
+	createsNamespace       = "bench-creates"
+	sharedCreatesNamespace = "bench-creates-shared"
+	listsNamespace         = "bench-lists"
+	watchesNamespace       = "bench-watches"
 )
 
-var benchNamespaces = []string{createsNamespace, listsNamespace, watchesNamespace}
+var benchNamespaces = []string{createsNamespace, sharedCreatesNamespace, listsNamespace, watchesNamespace}
 
 // settle is how long the controllers get, once one leads, to start and
 // sync their informers before the load begins.
@@ -88,17 +89,58 @@ type createResult struct {
 	latencies []time.Duration
 }
 
-// measureCreates has o.clients clients create ConfigMaps in one namespace
-// for o.duration.
-func measureCreates(ctx context.Context, config *rest.Config, o options) (createResult, error) {
+// sharedClient is one client as a controller has it: client-go's defaults
+// (JSON, one HTTP/2 connection that every request multiplexes), not
+// throttled on the client side.
+func sharedClient(config *rest.Config) (*kubernetes.Clientset, error) {
+	c := rest.CopyConfig(config)
+	c.QPS, c.Burst = -1, -1
+	return kubernetes.NewForConfig(c)
+}
+
+// createShape is how the create load reaches the server.
+type createShape int
+
+const (
+	// ownConnections: o.clients clients, each with its own connection,
+	// speaking protobuf; many clients of one server.
+	ownConnections createShape = iota
+	// oneClient: o.clients workers sharing one client (JSON, one HTTP/2
+	// connection); one busy controller.
+	oneClient
+)
+
+func (s createShape) String() string {
+	if s == oneClient {
+		return "one-client"
+	}
+	return "connections"
+}
+
+// measureCreates has o.clients workers create ConfigMaps in one namespace
+// for o.duration, shaped as shape says.
+func measureCreates(ctx context.Context, config *rest.Config, o options, shape createShape) (createResult, error) {
 	clients := make([]*kubernetes.Clientset, o.clients)
+	ns := createsNamespace
+	if shape == oneClient {
+		ns = sharedCreatesNamespace
+		shared, err := sharedClient(config)
+		if err != nil {
+			return createResult{}, err
+		}
+		for i := range clients {
+			clients[i] = shared
+		}
+	}
 	for i := range clients {
+		if clients[i] != nil {
+			continue
+		}
 		var err error
 		if clients[i], err = newClient(config); err != nil {
 			return createResult{}, err
 		}
 	}
-	ns := createsNamespace
 	if err := createNamespace(ctx, clients[0], ns); err != nil {
 		return createResult{}, err
 	}

@@ -6,8 +6,11 @@
 // the table shows medians of -runs runs and their ratio.
 //
 // The figures:
-//   - creates: -clients clients (each its own connection) create ConfigMaps
-//     for -duration; creates per second, and the latency of each create;
+//   - creates: -clients clients (each its own connection, protobuf) create
+//     ConfigMaps for -duration; creates per second, the latency of each
+//     create and the CPU time per create of all the stack's processes;
+//     then the same with -clients workers sharing one client (JSON, one
+//     HTTP/2 connection: the shape of one busy controller);
 //   - the etcd floor: the same payload written straight into etcd for
 //     -duration by -clients goroutines, as the API server writes a create
 //     (a transaction that puts the key unless it exists): into a member
@@ -67,6 +70,7 @@ func main() {
 	flag.IntVar(&o.watchers, "watchers", 100, "watches of the updated namespace")
 	flag.IntVar(&o.updates, "updates", 1000, "updates the watchers receive")
 	profile := flag.String("profile", "", "profile ours under the create load into this directory instead of comparing")
+	profileShape := flag.String("profile-shape", ownConnections.String(), "with -profile, the create load's shape: "+ownConnections.String()+" (-clients clients, each its own connection, protobuf) or "+oneClient.String()+" (-clients workers sharing one client: JSON, one HTTP/2 connection)")
 	kubeconfig := flag.String("kubeconfig", "", "measure the API figures of this running control plane only, -runs times, instead of comparing")
 	pid := flag.Int("pid", 0, "with -kubeconfig, the process whose CPU time per create to report")
 	flag.Parse()
@@ -75,7 +79,15 @@ func main() {
 	klog.SetOutput(io.Discard)
 
 	if *profile != "" {
-		if err := profileOurs(*binary, *profile, o); err != nil {
+		shape := ownConnections
+		switch *profileShape {
+		case ownConnections.String():
+		case oneClient.String():
+			shape = oneClient
+		default:
+			benchutil.Fail(fmt.Errorf("-profile-shape %q: write %s or %s", *profileShape, ownConnections, oneClient))
+		}
+		if err := profileOurs(*binary, *profile, o, shape); err != nil {
 			benchutil.Fail(err)
 		}
 		return
@@ -111,6 +123,12 @@ func printTable(ours, theirs results, o options) {
 	benchutil.Row("  create latency p99 (ms)", ours.createP99, theirs.createP99, millis)
 	if len(ours.createCPU) > 0 { // known when the harness knows the processes
 		benchutil.Row("  CPU time per create, all processes (ms)", ours.createCPU, theirs.createCPU, millis2)
+	}
+	benchutil.Row(fmt.Sprintf("ConfigMap creates/s, 1 client, %d workers", o.clients), ours.shared, theirs.shared, perSecond)
+	benchutil.Row("  create latency p50 (ms)", ours.sharedP50, theirs.sharedP50, millis)
+	benchutil.Row("  create latency p99 (ms)", ours.sharedP99, theirs.sharedP99, millis)
+	if len(ours.sharedCPU) > 0 {
+		benchutil.Row("  CPU time per create, all processes (ms)", ours.sharedCPU, theirs.sharedCPU, millis2)
 	}
 	if len(ours.floor) > 0 { // not measured against a running control plane
 		benchutil.Row("etcd floor: create txns/s, same payload", ours.floor, theirs.floor, perSecond)
@@ -152,10 +170,13 @@ func measureRunning(kubeconfig string, pid, runs int, o options) error {
 type results struct {
 	creates, createP50, createP99 []float64
 	createCPU                     []float64
-	floor                         []float64
-	listP50, listP99              []float64
-	pagedP50, pagedP99            []float64
-	watchP50, watchP99            []float64
+	// The same creates from workers sharing one client.
+	shared, sharedP50, sharedP99 []float64
+	sharedCPU                    []float64
+	floor                        []float64
+	listP50, listP99             []float64
+	pagedP50, pagedP99           []float64
+	watchP50, watchP99           []float64
 }
 
 func perSecond(v float64) string { return fmt.Sprintf("%.0f", v) }
@@ -249,18 +270,24 @@ func measureAPI(config *rest.Config, pids []int, o options, r *results) error {
 	if err := waitForControllers(ctx, config); err != nil {
 		return err
 	}
-	cpu := benchutil.CPUSeconds(pids)
-	w, err := measureCreates(ctx, config, o)
-	if err != nil {
-		return fmt.Errorf("creates: %w", err)
+	for _, shape := range []createShape{ownConnections, oneClient} {
+		cpu := benchutil.CPUSeconds(pids)
+		w, err := measureCreates(ctx, config, o, shape)
+		if err != nil {
+			return fmt.Errorf("creates, %s: %w", shape, err)
+		}
+		cpu = benchutil.CPUSeconds(pids) - cpu
+		perSecond, p50, p99, cpuPerCreate := &r.creates, &r.createP50, &r.createP99, &r.createCPU
+		if shape == oneClient {
+			perSecond, p50, p99, cpuPerCreate = &r.shared, &r.sharedP50, &r.sharedP99, &r.sharedCPU
+		}
+		*perSecond = append(*perSecond, w.perSecond)
+		if len(pids) > 0 {
+			*cpuPerCreate = append(*cpuPerCreate, 1000*cpu/float64(len(w.latencies)))
+		}
+		*p50 = append(*p50, ms(percentile(w.latencies, 50)))
+		*p99 = append(*p99, ms(percentile(w.latencies, 99)))
 	}
-	cpu = benchutil.CPUSeconds(pids) - cpu
-	r.creates = append(r.creates, w.perSecond)
-	if len(pids) > 0 {
-		r.createCPU = append(r.createCPU, 1000*cpu/float64(len(w.latencies)))
-	}
-	r.createP50 = append(r.createP50, ms(percentile(w.latencies, 50)))
-	r.createP99 = append(r.createP99, ms(percentile(w.latencies, 99)))
 
 	l, err := measureLists(ctx, config, o)
 	if err != nil {

@@ -15,11 +15,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// profileOurs runs the create load once against ours with contention
-// profiling on and saves, for the middle of the load, the CPU, allocation,
-// mutex and block profiles into out, then prints the share of CPU time the
-// Go garbage collector took and how to read the profiles.
-func profileOurs(binary, out string, o options) error {
+// profileOurs runs the create load, shaped as shape says, once against ours
+// with contention profiling on and saves, for the middle of the load, the
+// CPU, allocation, mutex and block profiles into out, then prints the share
+// of CPU time the Go garbage collector took and how to read the profiles.
+func profileOurs(binary, out string, o options, shape createShape) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func profileOurs(binary, out string, o options) error {
 	var result createResult
 	g.Go(func() error {
 		var err error
-		result, err = measureCreates(ctx, config, o)
+		result, err = measureCreates(ctx, config, o, shape)
 		return err
 	})
 	time.Sleep(time.Second)
@@ -78,7 +78,7 @@ func profileOurs(binary, out string, o options) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	fmt.Printf("creates/s with profiling on: %.0f (p50 %.1f ms, p99 %.1f ms)\n", result.perSecond,
+	fmt.Printf("creates/s with profiling on, %s: %.0f (p50 %.1f ms, p99 %.1f ms)\n", shape, result.perSecond,
 		ms(percentile(result.latencies, 50)), ms(percentile(result.latencies, 99)))
 	fmt.Printf("Go GC: %.2f of %.2f CPU seconds (%.0f%%) over the profiled %s\n",
 		gcAfter-gcBefore, cpuAfter-cpuBefore, 100*(gcAfter-gcBefore)/(cpuAfter-cpuBefore), window)
