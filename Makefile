@@ -18,6 +18,10 @@
 #   make release
 #               stripped, reproducible binaries for linux and darwin on amd64
 #               and arm64 in dist/, with dist/SHA256SUMS
+#   make linkdeps
+#               why the linker keeps every exported method in the linux/amd64
+#               release binary: the chains from main to each function that
+#               looks methods up by name (docs/performance.md, "Release build")
 
 SHELL := /usr/bin/env bash
 GO ?= go
@@ -43,7 +47,7 @@ E2E_ARGS ?=
 ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all build kubectl sample-apiserver etcd run test e2e fuzz verify codegen bench release clean
+.PHONY: all build kubectl sample-apiserver etcd run test e2e fuzz verify codegen bench release linkdeps clean
 
 all: build
 
@@ -150,10 +154,12 @@ bench: build
 DIST := $(CURDIR)/dist
 # linux/amd64 first: its size bound is checked before the others are built.
 RELEASE_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
-# A ceiling that catches growth: the linux/amd64 binary is 120.4 MB today.
-# Issue 14 asked for under 100 MB; etcd v3.7.0 keeps that out of reach
-# (docs/performance.md, "Release build": two reflective calls reachable from
-# the embedded member make the linker keep every exported method).
+# A ceiling that catches growth: the linux/amd64 binary is 121.8 MB today.
+# Issues 14 and 29 asked for under 100 MB; etcd v3.7.0 keeps that out of reach
+# (docs/performance.md, "Release build"; make linkdeps shows the chains): two
+# reflective calls reachable from the embedded member make the linker keep
+# every exported method. With etcd changed and gRPC built with grpcnotrace it
+# is 99.4 MB: then lower this to 100000000.
 RELEASE_MAX_BYTES := 125000000
 
 release:
@@ -168,13 +174,24 @@ release:
 		if [ $$p = linux/amd64 ]; then \
 			size=$$(wc -c < $$out | tr -d ' '); \
 			if [ $$size -ge $(RELEASE_MAX_BYTES) ]; then \
-				echo "$$out is $$size bytes; the linux/amd64 release binary must stay under $(RELEASE_MAX_BYTES) bytes: find what grew it (docs/performance.md)" >&2; \
+				echo "$$out is $$size bytes; the linux/amd64 release binary must stay under $(RELEASE_MAX_BYTES) bytes: find what grew it (make linkdeps, docs/performance.md)" >&2; \
 				exit 1; \
 			fi; \
 			echo "$$out is $$size bytes, under $(RELEASE_MAX_BYTES)"; \
 		fi; \
 	done
 	$(GO) run ./hack/release-checksums $(DIST)
+
+# The release build of linux/amd64 again, its linker printing every symbol it
+# keeps and what reached it (-dumpdep, in bin/linkdeps.txt); hack/linkdeps
+# prints the chain to each function that makes the linker keep every exported
+# method of every reachable type.
+linkdeps:
+	mkdir -p $(BIN)
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 GOAMD64=v1 \
+		$(GO) build -trimpath -buildvcs=false -ldflags "-s -w $(LDFLAGS) -dumpdep" -o /dev/null \
+		./cmd/sample-generic-controlplane > $(BIN)/linkdeps.txt 2>&1
+	$(GO) run ./hack/linkdeps $(BIN)/linkdeps.txt
 
 clean:
 	rm -rf $(BIN) $(DIST)
