@@ -468,6 +468,11 @@ func reportRestarts(o options, r results) {
 	if r.layout.pooled > 0 {
 		row2("exec to a new pool record Allocated", of(func(m restart) time.Duration { return m.pooled }), true)
 	}
+	if cpu := of(func(m restart) time.Duration { return m.cpu }); len(cpu) > 0 {
+		fmt.Printf("  %-58s %26s\n", "CPU time of the control plane until ready", benchutil.Cell(seconds(of(func(m restart) time.Duration { return m.cpuReady })), s))
+		fmt.Printf("  %-58s %26s  (the first allocation comes no sooner than this / the idle cores)\n",
+			"CPU time of the control plane until both were Allocated", benchutil.Cell(seconds(cpu), s))
+	}
 	if r.restartTimedOut && len(r.restarts) > 0 {
 		fmt.Printf("  (and after restart %d, a new claim was not allocated within %s)\n", len(r.restarts)+1, o.restartTimeout)
 	}

@@ -101,8 +101,8 @@ func runReuse(o options) error {
 			return err
 		}
 		r.restarts = append(r.restarts, m)
-		fmt.Fprintf(os.Stderr, "  ready %.2f s, informer synced %.2f s, ledger rebuilt %.2f s, exact claim Allocated %.2f s, pool record Allocated %.2f s (log: %s)\n",
-			m.ready.Seconds(), m.synced.Seconds(), m.rebuilt.Seconds(), m.exact.Seconds(), m.pooled.Seconds(), logFile)
+		fmt.Fprintf(os.Stderr, "  ready %.2f s, informer synced %.2f s, ledger rebuilt %.2f s, exact claim Allocated %.2f s, pool record Allocated %.2f s; CPU %.2f s until ready, %.2f s until both Allocated (log: %s)\n",
+			m.ready.Seconds(), m.synced.Seconds(), m.rebuilt.Seconds(), m.exact.Seconds(), m.pooled.Seconds(), m.cpuReady.Seconds(), m.cpu.Seconds(), logFile)
 		if r.claims == 0 {
 			list, err := claims.List(ctx, metav1.ListOptions{Limit: 1})
 			if err != nil && !apierrors.IsNotFound(err) {
