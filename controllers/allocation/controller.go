@@ -27,8 +27,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -117,8 +119,30 @@ func New(ctx context.Context, c *controller.Context) (controller.Run, error) {
 	}
 	informers := newInformerFactory(client)
 	allocator := NewController(ctx, informers.Networking().V1alpha1().NetworkClaims(), client, eventClient, c.ReplicaIdentity)
-	c.ExtraInformerFactories = append(c.ExtraInformerFactories, informers)
+	c.ExtraInformerFactories = append(c.ExtraInformerFactories, sharedInformers{informers})
 	return allocator.Run, nil
+}
+
+// sharedInformers offers the controller's informer of NetworkClaims to the
+// other controllers of the manager that ask for the resource (the garbage
+// collector), so that the claims are listed and decoded once, not a
+// second time for their metadata. It offers no other: the factory could
+// make informers of every resource of the clientset (ServiceLocations
+// too), but they would list as this controller, which may not.
+type sharedInformers struct {
+	externalversions.SharedInformerFactory
+}
+
+var _ controller.ResourceInformerFactory = sharedInformers{}
+
+// networkClaims is the resource whose informer the controller shares.
+var networkClaims = networkingv1alpha1.SchemeGroupVersion.WithResource("networkclaims")
+
+func (f sharedInformers) ForResource(resource schema.GroupVersionResource) (informers.GenericInformer, error) {
+	if resource != networkClaims {
+		return nil, fmt.Errorf("%s shares no informer of %s", ShortName, resource)
+	}
+	return f.SharedInformerFactory.ForResource(resource)
 }
 
 // newInformerFactory returns the factory of the controller's informer.

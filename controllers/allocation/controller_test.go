@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
@@ -321,5 +322,34 @@ func TestRestartWritesOnlyStatusesBehind(t *testing.T) {
 	}
 	if got := second.stored(t, "c"); got.Status.ObservedGeneration != 2 || got.Status.AddressSpace[0].Description != "edited" {
 		t.Errorf("c's status after the restart: %+v, want generation 2 and the edited description", got.Status)
+	}
+}
+
+// The garbage collector gets the allocator's informer of NetworkClaims,
+// and no informer of any other resource of the clientset: those would list
+// with the allocator's credentials, which do not allow it.
+func TestSharedInformersOfferOnlyNetworkClaims(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	factory := newInformerFactory(client)
+	own := factory.Networking().V1alpha1().NetworkClaims().Informer()
+	shared := sharedInformers{factory}
+	for _, tc := range []struct {
+		resource schema.GroupVersionResource
+		offered  bool
+	}{
+		{networkingv1alpha1.SchemeGroupVersion.WithResource("networkclaims"), true},
+		{schema.GroupVersionResource{Group: "controlplane.x-k8s.io", Version: "v1alpha1", Resource: "servicelocations"}, false},
+	} {
+		t.Run(tc.resource.Resource, func(t *testing.T) {
+			informer, err := shared.ForResource(tc.resource)
+			switch {
+			case !tc.offered && err == nil:
+				t.Errorf("ForResource(%s) offers an informer", tc.resource)
+			case tc.offered && err != nil:
+				t.Errorf("ForResource(%s): %v", tc.resource, err)
+			case tc.offered && informer.Informer().GetIndexer() != own.GetIndexer():
+				t.Errorf("ForResource(%s) is not the allocator's informer", tc.resource)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
@@ -24,8 +25,9 @@ type Context struct {
 	// has registered the ones it needs.
 	InformerFactory informers.SharedInformerFactory
 	// ObjectOrMetadataInformerFactory gives typed informers where the
-	// factory has them and metadata-only informers for everything else
-	// (custom resources included).
+	// factory has them, then those of ExtraInformerFactories that are
+	// ResourceInformerFactories, and metadata-only informers for
+	// everything else (custom resources included).
 	ObjectOrMetadataInformerFactory informerfactory.InformerFactory
 	// RESTMapper follows discovery; the manager resets it periodically so
 	// that resources of CRDs created after start are mapped.
@@ -77,4 +79,20 @@ type InformerFactory interface {
 	Start(stopCh <-chan struct{})
 	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
 	Shutdown()
+}
+
+// ResourceInformerFactory is an InformerFactory whose informers other
+// controllers may share by resource: ObjectOrMetadataInformerFactory gives
+// its informer of a resource to a controller that asks for that resource
+// (the garbage collector asks for every one), rather than start a
+// metadata-only informer that lists and decodes the same objects a second
+// time. client-go's generated factories have a ForResource of their own
+// package's GenericInformer; a controller wraps its factory to return
+// client-go's, which has the same methods, and to refuse every resource but
+// those it watches itself: a factory makes an informer of any resource of
+// its clientset, and that informer would list with the controller's
+// credentials, which grant no more than the controller needs.
+type ResourceInformerFactory interface {
+	InformerFactory
+	ForResource(resource schema.GroupVersionResource) (informers.GenericInformer, error)
 }

@@ -19,7 +19,6 @@ import (
 	// workqueue_retries_total, ... by queue name), as in kube-controller-manager.
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 	"k8s.io/controller-manager/pkg/clientbuilder"
-	"k8s.io/controller-manager/pkg/informerfactory"
 	"k8s.io/klog/v2"
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
@@ -134,15 +133,20 @@ func newContext(ctx context.Context, o *Options, id string, rootConfig *rest.Con
 		}
 	}
 	metadataInformers := metadatainformer.NewSharedInformerFactoryWithOptions(metadataClient, 0, metadatainformer.WithTransform(controller.TrimManagedFields))
-	return &controller.Context{
-		ClientBuilder:                   clientbuilder.NewDynamicClientBuilder(rest.AnonymousClientConfig(rootConfig), rootClient.CoreV1(), identityNamespace),
-		InformerFactory:                 typed,
-		ObjectOrMetadataInformerFactory: informerfactory.NewInformerFactory(typed, metadataInformers),
-		RESTMapper:                      restMapper,
-		InformersStarted:                make(chan struct{}),
-		RootCA:                          rootCA,
-		RootClient:                      rootClient,
-		ReplicaIdentity:                 id,
-		Settings:                        o.Settings,
-	}, metadataInformers, nil
+	c := &controller.Context{
+		ClientBuilder:    clientbuilder.NewDynamicClientBuilder(rest.AnonymousClientConfig(rootConfig), rootClient.CoreV1(), identityNamespace),
+		InformerFactory:  typed,
+		RESTMapper:       restMapper,
+		InformersStarted: make(chan struct{}),
+		RootCA:           rootCA,
+		RootClient:       rootClient,
+		ReplicaIdentity:  id,
+		Settings:         o.Settings,
+	}
+	c.ObjectOrMetadataInformerFactory = &objectOrMetadataInformers{
+		typed:    typed,
+		metadata: metadataInformers,
+		extra:    func() []controller.InformerFactory { return c.ExtraInformerFactories },
+	}
+	return c, metadataInformers, nil
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
 
+	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
@@ -33,6 +34,8 @@ import (
 type resourceClient struct {
 	dynamic.ResourceInterface
 	gvk schema.GroupVersionKind
+	// spec, if set, is the spec of the objects createOwned creates.
+	spec map[string]any
 }
 
 func configMaps(t *testing.T, cfg *rest.Config, ns string) resourceClient {
@@ -53,6 +56,9 @@ func (c resourceClient) createOwned(t *testing.T, name string, owners ...*unstru
 		refs = append(refs, metav1.OwnerReference{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Name: o.GetName(), UID: o.GetUID()})
 	}
 	obj.SetOwnerReferences(refs)
+	if c.spec != nil {
+		obj.Object["spec"] = c.spec
+	}
 	created, err := c.Create(t.Context(), obj, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create %s %s: %v", c.gvk.Kind, name, err)
@@ -145,6 +151,17 @@ func TestGarbageCollectionOfCustomResources(t *testing.T) {
 	newNamespace(t, kubernetes.NewForConfigOrDie(s.ClientConfig), "gc-custom")
 	gadgets := createCRD(t, s.ClientConfig, "gadgets", "Gadget")
 	testPropagationPolicies(t, resourceClient{ResourceInterface: gadgets.Namespace("gc-custom"), gvk: gadgetGVK("Gadget")})
+}
+
+// The collector watches NetworkClaims through the allocator's informer,
+// which it shares, rather than through a metadata-only informer of its own.
+func TestGarbageCollectionOfNetworkClaims(t *testing.T) {
+	s := sharedServer(t)
+	testPropagationPolicies(t, resourceClient{
+		ResourceInterface: dynamic.NewForConfigOrDie(s.ClientConfig).Resource(networkingv1alpha1.SchemeGroupVersion.WithResource("networkclaims")),
+		gvk:               networkingv1alpha1.SchemeGroupVersion.WithKind("NetworkClaim"),
+		spec:              map[string]any{"addressSpace": []any{map[string]any{"prefix": "fd00:6763::/64"}}},
+	})
 }
 
 func TestGarbageCollectionOfOwnershipCycle(t *testing.T) {

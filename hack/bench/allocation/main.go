@@ -24,6 +24,11 @@
 //
 //	go run ./hack/bench/allocation -binary bin/sample-generic-controlplane
 //
+// With -reuse DIR, DIR being what an earlier run kept (-keep), it only
+// measures -restarts restarts on that data dir, which takes seconds rather
+// than the minutes of a fill: copy DIR first to measure each change on the
+// same claims.
+//
 // With -profile DIR it also saves a CPU profile of the first restart (from
 // when the server first answers, for -profile-for), and a CPU profile and
 // an execution trace of -profile-for from the start of a pass of
@@ -76,6 +81,9 @@ type options struct {
 	profile                  string
 	profileFor               time.Duration
 	stages                   bool
+	// reuse is a directory an earlier run kept (-keep): only restarts
+	// are measured on its data dir.
+	reuse string
 	// port is the control plane's secure port.
 	port int
 }
@@ -100,7 +108,12 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "save CPU profiles of the first restart and of the exact-prefix latencies, and an execution trace of the latter, into this directory")
 	flag.DurationVar(&o.profileFor, "profile-for", 20*time.Second, "how long each -profile profile and trace runs")
 	flag.BoolVar(&o.stages, "stages", false, "also report, from the control plane's /metrics, how many observations of each step of create to Allocated took over 10 and 20 ms during each latency measurement")
+	flag.StringVar(&o.reuse, "reuse", "", "a directory an earlier run kept with -keep: measure only -restarts restarts on its data dir, without filling, measuring latencies or memory (each restart adds a claim or two)")
 	flag.Parse()
+	run := run
+	if o.reuse != "" {
+		run = runReuse
+	}
 	if err := run(o); err != nil {
 		benchutil.Fail(err)
 	}
@@ -158,7 +171,7 @@ func run(o options) error {
 	if err := benchutil.WaitReady(port, cp, time.Minute); err != nil {
 		return fmt.Errorf("control plane: %w", err)
 	}
-	clients, err := newClients(filepath.Join(dir, "data", "admin.kubeconfig"), o.connections)
+	clients, err := newClients(filepath.Join(dir, "data", "admin.kubeconfig"), "", o.connections)
 	if err != nil {
 		return err
 	}
@@ -294,9 +307,10 @@ func (r *results) readStages(ctx context.Context, o options, admin rest.Interfac
 
 // newClients returns n clientsets for the kubeconfig, each with its own
 // connection: a dialer of its own keeps client-go from sharing one
-// transport, and so one HTTP/2 connection, among them.
-func newClients(kubeconfig string, n int) ([]versioned.Interface, error) {
-	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+// transport, and so one HTTP/2 connection, among them. A host other than
+// "" replaces the kubeconfig's.
+func newClients(kubeconfig, host string, n int) ([]versioned.Interface, error) {
+	config, err := clientcmd.BuildConfigFromFlags(host, kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +362,6 @@ func firstAllocations(ctx context.Context, claims clientv1alpha1.NetworkClaimInt
 
 func report(o options, r results) {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
-	s := func(v float64) string { return fmt.Sprintf("%.2f s", v) }
 	met := func(ok bool) string {
 		if ok {
 			return "met"
@@ -379,6 +392,48 @@ func report(o options, r results) {
 	}
 	row("delete the holder to the waiter Allocated", r.promotions, "")
 
+	reportRestarts(o, r)
+
+	if o.stages {
+		reportStages("create to Allocated, exact prefix", r.stages[0][0], r.stages[0][1])
+		if l.pooled > 0 {
+			reportStages(fmt.Sprintf("create to Allocated, /%d from the pool", poolLength), r.stages[1][0], r.stages[1][1])
+		}
+	}
+
+	fmt.Printf("\nmemory of the whole process (API server and its watch cache, embedded etcd, every controller), read from\n" +
+		"/metrics once it idles, right after a GC forced through /debug/pprof/heap?gc=1: live heap = go_memstats_heap_alloc_bytes,\n" +
+		"RSS = process_resident_memory_bytes\n\n")
+	fmt.Printf("  %-80s %10s %10s\n", "", "live heap", "RSS")
+	mem := func(name string, m memory) {
+		note := ""
+		if !m.collected {
+			note += "  (no GC forced: profiling is off, the heap includes garbage)"
+		}
+		if m.busy {
+			note += "  (read while still busy after a minute)"
+		}
+		fmt.Printf("  %-80s %10s %10s%s\n", name, mib(m.live), mib(m.rss), note)
+	}
+	mem("no claims, fresh start", r.fresh)
+	mem(fmt.Sprintf("%d claims, just filled", l.present), r.filled)
+	mem(fmt.Sprintf("%d claims, after a restart", r.claims), r.restarted)
+	mem(fmt.Sprintf("%d claims, after a restart with --controllers=%s", r.claims, withoutAllocator), r.withoutAllocator)
+	fmt.Printf("  %-80s %10s %10s\n", "per claim, whole process (after a restart - no claims)",
+		perClaim(r.fresh.live, r.restarted.live, r.claims), perClaim(r.fresh.rss, r.restarted.rss, r.claims))
+	fmt.Printf("  %-80s %10s %10s\n", "per claim, the allocator (with it - without it)",
+		perClaim(r.withoutAllocator.live, r.restarted.live, r.claims), perClaim(r.withoutAllocator.rss, r.restarted.rss, r.claims))
+}
+
+// reportRestarts prints the restarts' figures.
+func reportRestarts(o options, r results) {
+	s := func(v float64) string { return fmt.Sprintf("%.2f s", v) }
+	met := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "missed"
+	}
 	seconds := func(d []time.Duration) []float64 {
 		out := make([]float64, len(d))
 		for i, v := range d {
@@ -410,40 +465,15 @@ func report(o options, r results) {
 	row2("exec to the allocator's informer synced (rebuild starts)", of(func(m restart) time.Duration { return m.synced }), false)
 	row2("exec to the ledger rebuilt from status", of(func(m restart) time.Duration { return m.rebuilt }), false)
 	row2("exec to a new exact claim Allocated", of(func(m restart) time.Duration { return m.exact }), true)
-	if l.pooled > 0 {
+	if r.layout.pooled > 0 {
 		row2("exec to a new pool record Allocated", of(func(m restart) time.Duration { return m.pooled }), true)
+	}
+	if cpu := of(func(m restart) time.Duration { return m.cpu }); len(cpu) > 0 {
+		fmt.Printf("  %-58s %26s\n", "CPU time of the control plane until ready", benchutil.Cell(seconds(of(func(m restart) time.Duration { return m.cpuReady })), s))
+		fmt.Printf("  %-58s %26s  (the first allocation comes no sooner than this / the idle cores)\n",
+			"CPU time of the control plane until both were Allocated", benchutil.Cell(seconds(cpu), s))
 	}
 	if r.restartTimedOut && len(r.restarts) > 0 {
 		fmt.Printf("  (and after restart %d, a new claim was not allocated within %s)\n", len(r.restarts)+1, o.restartTimeout)
 	}
-
-	if o.stages {
-		reportStages("create to Allocated, exact prefix", r.stages[0][0], r.stages[0][1])
-		if l.pooled > 0 {
-			reportStages(fmt.Sprintf("create to Allocated, /%d from the pool", poolLength), r.stages[1][0], r.stages[1][1])
-		}
-	}
-
-	fmt.Printf("\nmemory of the whole process (API server and its watch cache, embedded etcd, every controller), read from\n" +
-		"/metrics once it idles, right after a GC forced through /debug/pprof/heap?gc=1: live heap = go_memstats_heap_alloc_bytes,\n" +
-		"RSS = process_resident_memory_bytes\n\n")
-	fmt.Printf("  %-80s %10s %10s\n", "", "live heap", "RSS")
-	mem := func(name string, m memory) {
-		note := ""
-		if !m.collected {
-			note += "  (no GC forced: profiling is off, the heap includes garbage)"
-		}
-		if m.busy {
-			note += "  (read while still busy after a minute)"
-		}
-		fmt.Printf("  %-80s %10s %10s%s\n", name, mib(m.live), mib(m.rss), note)
-	}
-	mem("no claims, fresh start", r.fresh)
-	mem(fmt.Sprintf("%d claims, just filled", l.present), r.filled)
-	mem(fmt.Sprintf("%d claims, after a restart", r.claims), r.restarted)
-	mem(fmt.Sprintf("%d claims, after a restart with --controllers=%s", r.claims, withoutAllocator), r.withoutAllocator)
-	fmt.Printf("  %-80s %10s %10s\n", "per claim, whole process (after a restart - no claims)",
-		perClaim(r.fresh.live, r.restarted.live, r.claims), perClaim(r.fresh.rss, r.restarted.rss, r.claims))
-	fmt.Printf("  %-80s %10s %10s\n", "per claim, the allocator (with it - without it)",
-		perClaim(r.withoutAllocator.live, r.restarted.live, r.claims), perClaim(r.withoutAllocator.rss, r.restarted.rss, r.claims))
 }

@@ -39,6 +39,13 @@ type restart struct {
 	// exact, pooled: a claim created right after ready was seen Allocated
 	// by a watch; pooled is zero without pools.
 	exact, pooled time.Duration
+	// cpu is the CPU time the control plane used from its exec until
+	// both were seen Allocated: unlike the durations, it hardly depends
+	// on what else runs on the machine, and on n idle cores the first
+	// allocation cannot come sooner than cpu/n after the exec.
+	cpu time.Duration
+	// cpuReady is the CPU time it used until ready.
+	cpuReady time.Duration
 }
 
 // measureRestart starts the control plane with args on a data dir that
@@ -65,10 +72,12 @@ func measureRestart(ctx context.Context, o options, args []string, logFile strin
 		return cp, r, fmt.Errorf("control plane after restart: %w", err)
 	}
 	r.ready = time.Since(exec)
+	r.cpuReady = cpuTime(cp)
 	exact, pooled, err := firstAllocations(ctx, claims, i, pools, o.restartTimeout)
 	if err != nil {
 		return cp, r, err
 	}
+	r.cpu = cpuTime(cp)
 	r.exact = exact.Sub(exec)
 	if pools {
 		r.pooled = pooled.Sub(exec)
@@ -82,6 +91,11 @@ func measureRestart(ctx context.Context, o options, args []string, logFile strin
 		return cp, r, err
 	}
 	return cp, r, nil
+}
+
+// cpuTime is the CPU time p has used.
+func cpuTime(p *benchutil.Process) time.Duration {
+	return time.Duration(benchutil.CPUSeconds([]int{p.Cmd.Process.Pid}) * float64(time.Second))
 }
 
 // saveProfile waits until the control plane answers on
