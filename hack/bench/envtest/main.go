@@ -46,6 +46,8 @@ func main() {
 	tests := flag.Int("tests", 20, "reconciler tests in the suite")
 	servers := flag.Int("servers", 10, "servers started at once")
 	child := flag.String("child", "", "run as the child process of this contender (envtest or launcher), with the arguments after --")
+	startsOnly := flag.Bool("starts-only", false, "measure only the starts: one server to ready, and -servers at once, with each child's CPU time; quicker than the whole comparison, to measure a change to the start")
+	only := flag.String("contenders", "", "comma-separated contenders to measure (in-process, launcher, envtest); all if empty. With less than all, no ratios")
 	flag.Parse()
 
 	paths := map[string]*string{"-kube-apiserver": kubeAPIServer, "-etcd": etcd, "-inprocess": inProcess, "-binary": binary, "-crds": crds}
@@ -70,11 +72,6 @@ func main() {
 		}
 		return
 	}
-	for name, p := range map[string]string{"-kube-apiserver": *kubeAPIServer, "-etcd": *etcd, "-inprocess": *inProcess, "-binary": *binary} {
-		if _, err := os.Stat(p); err != nil {
-			benchutil.Fail(fmt.Errorf("%s: %w; make bench builds it", name, err))
-		}
-	}
 
 	self, err := os.Executable()
 	if err != nil {
@@ -88,6 +85,31 @@ func main() {
 		{name: "in-process", command: []string{*inProcess, "--"}},
 		{name: "launcher", command: selfChild("launcher"), missing: launcherMissing},
 		{name: "envtest", command: selfChild("envtest")},
+	}
+	if *only != "" {
+		if err := skipOthers(contenders, strings.Split(*only, ",")); err != nil {
+			benchutil.Fail(err)
+		}
+	}
+	// What each measured contender needs.
+	needs := map[string]map[string]string{
+		"in-process": {"-inprocess": *inProcess},
+		"launcher":   {"-binary": *binary},
+		"envtest":    {"-kube-apiserver": *kubeAPIServer, "-etcd": *etcd},
+	}
+	for _, c := range contenders {
+		if c.missing != "" {
+			continue
+		}
+		for name, p := range needs[c.name] {
+			if _, err := os.Stat(p); err != nil {
+				benchutil.Fail(fmt.Errorf("%s: %w; make bench builds it", name, err))
+			}
+		}
+	}
+	if *startsOnly {
+		measureStarts(contenders, *runs, *servers)
+		return
 	}
 
 	fmt.Fprintf(os.Stderr, "load average before: %s\n", loadAverage())
@@ -121,11 +143,16 @@ type contender struct {
 	// missing, if set, says why it is not measured.
 	missing            string
 	sequence, parallel samples
+	// starts are -starts-only's: one server, and -servers at once.
+	starts, startsParallel samples
 }
 
 // samples are the figures of each run, in seconds and MiB.
 type samples struct {
 	start, crds, suite, stop, allReady, peakRSS []float64
+	// cpu is the child's CPU time, user and system, its servers' processes
+	// included: from its exec to its exit.
+	cpu []float64
 	// namespaceWait is the part of suite spent waiting for namespaces to
 	// go, and suiteNoWait the rest: the suite as envtest runs it.
 	namespaceWait, suiteNoWait []float64
@@ -151,6 +178,7 @@ func (c *contender) measure(args []string, into *samples) error {
 	into.suiteNoWait = append(into.suiteNoWait, r.Suite-r.NamespaceWait)
 	into.stop = append(into.stop, r.Stop)
 	into.allReady = append(into.allReady, r.AllReady)
+	into.cpu = append(into.cpu, cpuSeconds(cmd.ProcessState))
 	return nil
 }
 
@@ -175,4 +203,10 @@ func loadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(fields[:3], " ")
+}
+
+// cpuSeconds is the user and system time of an exited process, its
+// descendants' that it waited for included (wait4's rusage on Linux).
+func cpuSeconds(ps *os.ProcessState) float64 {
+	return (ps.UserTime() + ps.SystemTime()).Seconds()
 }
