@@ -157,20 +157,37 @@ func TestObjectCountQuotaNames(t *testing.T) {
 				present++ // the quota counts itself
 			}
 			limit := present + 2
-			createQuota(t, client, ns, corev1.ResourceList{tc.name: *resource.NewQuantity(int64(limit), resource.DecimalSI)})
+			// The quota first allows nothing more than what is present:
+			// admission reads quotas from its informer, and only a refusal
+			// tells that it has this one (a create it admitted before
+			// would not be charged).
+			createQuota(t, client, ns, corev1.ResourceList{tc.name: *resource.NewQuantity(int64(present), resource.DecimalSI)})
 			took := waitForUsed(t, client, ns, "q", fmt.Sprintf("used %s = %d", tc.name, present), usedIs(tc.name, present))
 			t.Logf("usage of %s calculated %s after the quota's creation", tc.name, took.Round(time.Millisecond))
+			waitUntilRefused(t, tc.name, func(ctx context.Context) error {
+				_, err := objects.Namespace(ns).Create(ctx, object("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				return err
+			})
+			raiseQuota(t, client, ns, tc.name, limit)
 
 			var created []string
-			for n := range limit + 2 {
+			deadline := time.Now().Add(wait.ForeverTestTimeout)
+			for n := 0; n < limit+2; {
 				name := fmt.Sprintf("o-%d", n)
 				_, err := objects.Namespace(ns).Create(ctx, object(name), metav1.CreateOptions{})
 				if err == nil {
 					created = append(created, name)
+					n++
 					continue
 				}
-				if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota") || !strings.Contains(err.Error(), string(tc.name)) {
+				if !isExceededQuota(err, tc.name) {
 					t.Fatalf("create %d: want Forbidden 'exceeded quota' naming %s, got %v", n, tc.name, err)
+				}
+				// Refused below the limit: admission still has the
+				// quota's earlier limit. Try again.
+				if stored := countObjects(t, objects, ns); stored < limit && time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+					continue
 				}
 				break
 			}
@@ -255,9 +272,10 @@ func TestQuotaChangeRecalculates(t *testing.T) {
 	quotaNamespace(t, client, ns)
 	createQuota(t, client, ns, corev1.ResourceList{"configmaps": resource.MustParse("1")})
 	waitForUsed(t, client, ns, "q", "configmaps counted", usedIs("configmaps", 1)) // kube-root-ca.crt
-	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
-		t.Fatalf("configmap over the limit of 1: want Forbidden, got %v", err)
-	}
+	waitUntilRefused(t, "configmaps", func(ctx context.Context) error {
+		_, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	})
 	q, err := client.CoreV1().ResourceQuotas(ns).Get(ctx, "q", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -279,6 +297,54 @@ func TestQuotaChangeRecalculates(t *testing.T) {
 	createWithinQuota(t, "first secret", func(ctx context.Context) error {
 		_, err := client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{})
 		return err
+	})
+}
+
+// isExceededQuota tells a quota admission refusal naming name.
+func isExceededQuota(err error, name corev1.ResourceName) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota") && strings.Contains(err.Error(), string(name))
+}
+
+// waitUntilRefused waits until dryRunCreate, a create over the quota's
+// limit of name sent as a dry run, is refused with "exceeded quota". The
+// ResourceQuota admission plugin, like upstream's, reads quotas from its
+// informer, and a create it admits before the informer has a new quota is
+// not charged to it; the dry run leaves nothing behind while it is
+// admitted. Any other error fails the test.
+func waitUntilRefused(t *testing.T, name corev1.ResourceName, dryRunCreate func(context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		last = dryRunCreate(ctx)
+		switch {
+		case last == nil:
+			return false, nil
+		case isExceededQuota(last, name):
+			return true, nil
+		default:
+			return false, last
+		}
+	})
+	if err != nil {
+		t.Fatalf("a create over the quota of %s: want Forbidden 'exceeded quota', got %v (last: %v)", name, err, last)
+	}
+}
+
+// raiseQuota sets quota q's limit of name to limit and waits until its
+// status has it.
+func raiseQuota(t *testing.T, client kubernetes.Interface, ns string, name corev1.ResourceName, limit int) {
+	t.Helper()
+	q, err := client.CoreV1().ResourceQuotas(ns).Get(t.Context(), "q", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Spec.Hard[name] = *resource.NewQuantity(int64(limit), resource.DecimalSI)
+	if _, err := client.CoreV1().ResourceQuotas(ns).Update(t.Context(), q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForUsed(t, client, ns, "q", fmt.Sprintf("hard %s = %d", name, limit), func(s corev1.ResourceQuotaStatus) bool {
+		hard, ok := s.Hard[name]
+		return ok && hard.Value() == int64(limit)
 	})
 }
 
