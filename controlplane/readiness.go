@@ -14,8 +14,8 @@ const readyzPath = "/readyz"
 // synced, etcd reachable, not shutting down), without a TLS connection, the
 // request filters and a request's logging for each poll. Run polls it until
 // the server is ready, every readyPollInterval: over the loopback
-// connection that was 72 HTTPS requests in a start measured at load 14,
-// fewer on a quiet machine, more the longer a loaded one takes.
+// connection that was about 70 HTTPS requests per start, more the longer a
+// loaded machine takes.
 func readyzAnswers(ctx context.Context, handler http.Handler) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyzPath, nil)
 	if err != nil {
