@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -12,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -357,13 +359,19 @@ func (s *Server) runControllers(ctx context.Context) {
 	}
 }
 
-// signalReady closes s.ready once /readyz answers 200 (asked in process:
-// readyzAnswers), then, once the controllers (if any) have synced and the
+// signalReady closes s.ready once /readyz answers 200 over the loopback
+// connection, then, once the controllers (if any) have synced and the
 // process idles (idle.go), returns the start-up garbage to the OS.
 func (s *Server) signalReady(ctx context.Context) {
-	readyz := s.chain.GenericAPIServer.Handler.NonGoRestfulMux
-	err := wait.PollUntilContextCancel(ctx, readyPollInterval, true, func(ctx context.Context) (bool, error) {
-		return readyzAnswers(ctx, readyz), nil
+	client, err := kubernetes.NewForConfig(s.config.APIs.ControlPlane.Generic.LoopbackClientConfig)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot watch readiness")
+		return
+	}
+	err = wait.PollUntilContextCancel(ctx, readyPollInterval, true, func(ctx context.Context) (bool, error) {
+		var code int
+		client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&code)
+		return code == http.StatusOK, nil
 	})
 	if err != nil {
 		return
