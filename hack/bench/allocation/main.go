@@ -152,17 +152,11 @@ func run(o options) error {
 	} else {
 		defer os.RemoveAll(dir) //nolint:errcheck
 	}
-	if o.profile != "" {
-		if err := os.MkdirAll(o.profile, 0o755); err != nil {
-			return err
-		}
-	}
-	port, err := benchutil.FreePort()
+	args, err := serverArgs(&o, filepath.Join(dir, "data"))
 	if err != nil {
 		return err
 	}
-	o.port = port
-	args := []string{"--data-dir=" + filepath.Join(dir, "data"), "--secure-port=" + strconv.Itoa(port)}
+	port := o.port
 	cp, err := benchutil.Start(o.binary, args, filepath.Join(dir, "controlplane.log"))
 	if err != nil {
 		return err
@@ -476,4 +470,21 @@ func reportRestarts(o options, r results) {
 	if r.restartTimedOut && len(r.restarts) > 0 {
 		fmt.Printf("  (and after restart %d, a new claim was not allocated within %s)\n", len(r.restarts)+1, o.restartTimeout)
 	}
+}
+
+// serverArgs prepares a run's control plane: the profile directory, if
+// asked for, and a free port, kept in o.port; it returns the binary's
+// arguments for dataDir.
+func serverArgs(o *options, dataDir string) ([]string, error) {
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	port, err := benchutil.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	o.port = port
+	return []string{"--data-dir=" + dataDir, "--secure-port=" + strconv.Itoa(port)}, nil
 }

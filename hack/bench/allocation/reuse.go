@@ -43,17 +43,11 @@ func runReuse(o options) error {
 	if reuseOffset+done+o.restarts > tracedOffset*2 {
 		return fmt.Errorf("-reuse: %d restarts were measured on %s already; fill a new one", done, dir)
 	}
-	if o.profile != "" {
-		if err := os.MkdirAll(o.profile, 0o755); err != nil {
-			return err
-		}
-	}
-	port, err := benchutil.FreePort()
+	args, err := serverArgs(&o, data)
 	if err != nil {
 		return err
 	}
-	o.port = port
-	args := []string{"--data-dir=" + data, "--secure-port=" + strconv.Itoa(port)}
+	port := o.port
 	ctx := context.Background()
 	var r results
 	var cp *benchutil.Process
