@@ -2,12 +2,9 @@ package controlplane
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,20 +13,15 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/request/union"
-	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/datadir"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdcluster"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/jointoken"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/pki"
+	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster/jointoken"
 )
 
 // ClusterOptions make the embedded etcd member one of a cluster of servers.
@@ -91,7 +83,7 @@ func (o *Options) validateCluster() []error {
 		errs = append(errs, fmt.Errorf("--etcd-peer-port must be a port number, got %d; write e.g. --etcd-peer-port=%d", c.PeerPort, DefaultEtcdPeerPort))
 	}
 	if c.LearnerTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("--etcd-learner-timeout must be positive, got %s; write e.g. --etcd-learner-timeout=%s", c.LearnerTimeout, etcdcluster.DefaultLearnerTimeout))
+		errs = append(errs, fmt.Errorf("--etcd-learner-timeout must be positive, got %s; write e.g. --etcd-learner-timeout=%s", c.LearnerTimeout, cluster.DefaultLearnerTimeout))
 	}
 	return errs
 }
@@ -134,13 +126,17 @@ func (o *Options) peerURL() (string, error) {
 	return "https://" + net.JoinHostPort(ip.String(), strconv.Itoa(o.EmbeddedEtcd.Cluster.PeerPort)), nil
 }
 
-// PrepareMembership makes the data dir's member one of a cluster when
-// asked, between datadir.Lock and Dir.EnsurePKI (PrepareDataDir calls it):
-// --join on a data dir without a member fetches the cluster's shared
-// credentials into it and has its member added; --cluster-init records the
-// member's peer URL. A member of a cluster keeps its place across starts;
-// its peer URL follows the advertised address. It returns the names the
-// PKI issues certificates for.
+// PrepareMembership prepares the data dir's member to be one of a cluster
+// when asked, between datadir.Lock and Dir.EnsurePKI (PrepareDataDir calls
+// it), changing nothing outside this machine: --cluster-init records the
+// member's peer URL; --join on a data dir without a member asks the
+// cluster, in a dry run, whether it would take the member, and places the
+// credentials its servers share into the data dir (the PKI completes them),
+// as k3s fetches its bootstrap data before its etcd join. The member is
+// added later, once every local check has passed (CompletedOptions.Join).
+// A member of a cluster keeps its place across starts; its peer URL follows
+// the advertised address. It returns the names the PKI issues certificates
+// for.
 func (o *Options) PrepareMembership(ctx context.Context, d *datadir.Dir) (pki.Hosts, error) {
 	hosts := pki.Hosts{Serving: o.servingHosts()}
 	if !o.Embedded() {
@@ -182,11 +178,11 @@ func (o *Options) PrepareMembership(ctx context.Context, d *datadir.Dir) (pki.Ho
 		if onLoopback(peerURL) {
 			logger.Info("The etcd member listens for peers on loopback: only servers on this machine can join; give --bind-address (or --advertise-address) for others", "peerURL", peerURL)
 		}
-		if err := d.SetMembership(datadir.Membership{Name: newMemberName(), PeerURL: peerURL}); err != nil {
+		if err := d.SetMembership(embeddedetcd.Membership{Name: cluster.NewMemberName(), PeerURL: peerURL}); err != nil {
 			return pki.Hosts{}, err
 		}
 	default:
-		if err := o.join(ctx, d, peerURL); err != nil {
+		if err := o.prepareJoin(ctx, d, peerURL); err != nil {
 			return pki.Hosts{}, err
 		}
 	}
@@ -207,8 +203,10 @@ func onLoopback(peerURL string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// join has the data dir's member added to the cluster of --join.
-func (o *Options) join(ctx context.Context, d *datadir.Dir, peerURL string) error {
+// prepareJoin asks the cluster of --join, in a dry run, whether it would
+// take the data dir's member, and places the credentials its servers share
+// into the data dir: the CA's, which the token pins, among them.
+func (o *Options) prepareJoin(ctx context.Context, d *datadir.Dir, peerURL string) error {
 	c := o.EmbeddedEtcd.Cluster
 	if has, err := d.HasEtcdMember(); err != nil {
 		return err
@@ -219,21 +217,34 @@ func (o *Options) join(ctx context.Context, d *datadir.Dir, peerURL string) erro
 	if err != nil {
 		return err
 	}
-	// Before the cluster adds a member: a data dir of another cluster
-	// would be refused only once the member was added.
-	if err := checkCA(filepath.Join(d.PKIDir(), "ca.crt"), token.CAHash); err != nil && !errors.Is(err, os.ErrNotExist) {
+	// Before the cluster is asked: a data dir of another cluster is
+	// refused without a word to it.
+	if err := cluster.CheckCA(filepath.Join(d.PKIDir(), "ca.crt"), token.CAHash); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("--join: %w: this data dir belongs to another cluster; join with a new --data-dir", err)
 	}
-	name := newMemberName()
-	start := time.Now()
-	resp, err := etcdcluster.Join(ctx, c.Join, token, etcdcluster.JoinRequest{Name: name, PeerURL: peerURL})
+	name := cluster.NewMemberName()
+	resp, err := cluster.DryRunJoin(ctx, c.Join, token, cluster.JoinRequest{Name: name, PeerURL: peerURL})
 	if err != nil {
 		return err
 	}
-	if err := checkCAData(resp.Credentials["ca.crt"], token.CAHash); err != nil {
+	if err := writeJoinAnswer(d, token, resp); err != nil {
+		return err
+	}
+	if resp.MemberID != "" {
+		// A server that does not know dry runs added the member.
+		klog.FromContext(ctx).Info("The cluster's server added the member on the dry run (it does not know dry runs): joined as a learner", "server", c.Join, "member", name, "memberID", resp.MemberID)
+		return d.SetMembership(embeddedetcd.Membership{Name: name, PeerURL: peerURL, InitialCluster: resp.InitialCluster})
+	}
+	return nil
+}
+
+// writeJoinAnswer places the credentials and encryption configuration of
+// the cluster's answer into the data dir, once the CA is the token's.
+func writeJoinAnswer(d *datadir.Dir, token jointoken.Token, resp *cluster.JoinResponse) error {
+	if err := cluster.CheckCAData(resp.Credentials["ca.crt"], token.CAHash); err != nil {
 		return fmt.Errorf("--join: the cluster's answer: %w", err)
 	}
-	if err := pki.WriteShared(d.PKIDir(), resp.Credentials); err != nil {
+	if err := cluster.WriteShared(d.PKIDir(), resp.Credentials); err != nil {
 		return fmt.Errorf("--join: %w", err)
 	}
 	if len(resp.EncryptionConfig) > 0 {
@@ -241,83 +252,7 @@ func (o *Options) join(ctx context.Context, d *datadir.Dir, peerURL string) erro
 			return fmt.Errorf("writing the cluster's encryption configuration: %w", err)
 		}
 	}
-	if err := d.SetMembership(datadir.Membership{Name: name, PeerURL: peerURL, InitialCluster: resp.InitialCluster}); err != nil {
-		return err
-	}
-	klog.FromContext(ctx).Info("Joined the cluster as a learner; the member starts and catches up", "server", c.Join, "member", name, "memberID", resp.MemberID, "duration", time.Since(start))
 	return nil
-}
-
-// checkCA checks that the CA certificate in file is the one the token pins.
-func checkCA(file, caHash string) error {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return err
-	}
-	if err := checkCAData(data, caHash); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	return nil
-}
-
-func checkCAData(data []byte, caHash string) error {
-	certs, err := certutil.ParseCertsPEM(data)
-	if err != nil {
-		return fmt.Errorf("no CA certificate: %w", err)
-	}
-	if got := jointoken.CAHash(certs[0]); got != caHash {
-		return fmt.Errorf("the CA's hash is %s, and the token pins %s", got, caHash)
-	}
-	return nil
-}
-
-// newMemberName names a new member after the host, with a random suffix:
-// servers on one host (and hosts of one name) stay apart.
-func newMemberName() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "server"
-	}
-	host = strings.ToLower(strings.Split(host, ".")[0])
-	if len(validation.IsDNS1123Label(host)) > 0 || len(host) > 40 {
-		host = "server"
-	}
-	suffix := make([]byte, 4)
-	rand.Read(suffix) //nolint:errcheck // never fails
-	return host + "-" + hex.EncodeToString(suffix)
-}
-
-// joinTokenCacheTTL is how long an answer of the join-token authenticator is kept.
-const joinTokenCacheTTL = 10 * time.Second
-
-// joinTokenAuthenticator authenticates join tokens, ahead of the other
-// authenticators, and hands the token on to the join handler in the
-// request's context (etcdcluster.WithToken): the authentication filter
-// removes the Authorization header, and the handler uses the token.
-func joinTokenAuthenticator(loopback *rest.Config, next authenticator.Request) (authenticator.Request, error) {
-	client, err := kubernetes.NewForConfig(loopback)
-	if err != nil {
-		return nil, err
-	}
-	// A token-shaped bearer costs a Secret lookup; anybody can send one.
-	// Answers are cached briefly, as upstream caches webhook token
-	// reviews; the join handler checks the token again when it uses it.
-	tokens := tokencache.New(jointoken.NewAuthenticator(client), true, joinTokenCacheTTL, joinTokenCacheTTL)
-	join := authenticator.RequestFunc(func(req *http.Request) (*authenticator.Response, bool, error) {
-		credential, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
-		if !ok {
-			return nil, false, nil
-		}
-		credential = strings.TrimSpace(credential)
-		resp, ok, err := tokens.AuthenticateToken(req.Context(), credential)
-		if ok {
-			// The filter serves the request it was given, with the user
-			// added to its context: add the token too.
-			*req = *req.WithContext(etcdcluster.WithToken(req.Context(), credential))
-		}
-		return resp, ok, err
-	})
-	return union.New(join, next), nil
 }
 
 // clusterStatusInterval is how often a server reports its member's status.
@@ -325,7 +260,7 @@ const clusterStatusInterval = 10 * time.Second
 
 // installCluster serves what the servers of a cluster need of each other:
 // jointoken.JoinPath (servers join with a token) and
-// etcdcluster.MembersPath (the members, for admins to see and remove). The
+// cluster.MembersPath (the members, for admins to see and remove). The
 // client of the local member they use is Run's to close.
 func (c CompletedConfig) installCluster(mux *mux.PathRecorderMux) (*clusterParts, error) {
 	kube, err := kubernetes.NewForConfig(c.APIs.ControlPlane.Generic.LoopbackClientConfig)
@@ -333,11 +268,11 @@ func (c CompletedConfig) installCluster(mux *mux.PathRecorderMux) (*clusterParts
 		return nil, err
 	}
 	etcd := c.EmbeddedEtcd.Client()
-	mux.Handle(jointoken.JoinPath, etcdcluster.NewJoinHandler(etcd, jointoken.NewStore(kube),
+	mux.Handle(jointoken.JoinPath, cluster.NewJoinHandler(etcd, jointoken.NewStore(kube),
 		c.Options.DataDir.PKI.Dir, c.Options.ControlPlane.Etcd.EncryptionProviderConfigFilepath))
-	members := etcdcluster.NewMembers(etcd, kube, c.Options.Membership.Name)
-	mux.Handle(etcdcluster.MembersPath, members.Handler())
-	mux.HandlePrefix(etcdcluster.MembersPath+"/", members.Handler())
+	members := cluster.NewMembers(etcd, kube, c.Options.Membership.Name)
+	mux.Handle(cluster.MembersPath, members.Handler())
+	mux.HandlePrefix(cluster.MembersPath+"/", members.Handler())
 	return &clusterParts{etcd: etcd, members: members, apiServerURL: c.advertisedURL()}, nil
 }
 
@@ -362,7 +297,7 @@ func (s *Server) runCluster(ctx context.Context) {
 		return
 	}
 	etcd := s.config.EmbeddedEtcd
-	promoter := &etcdcluster.Promoter{Etcd: s.cluster.etcd, IsLeader: etcd.IsLeader, LearnerTimeout: s.config.Options.EmbeddedEtcd.Cluster.LearnerTimeout}
+	promoter := &cluster.Promoter{Etcd: s.cluster.etcd, IsLeader: etcd.IsLeader, LearnerTimeout: s.config.Options.EmbeddedEtcd.Cluster.LearnerTimeout}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

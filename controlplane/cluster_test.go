@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/datadir"
+	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
 
 const testToken = "sgcp::sha256:0000000000000000000000000000000000000000000000000000000000000000::abcdef.0123456789abcdefghijklmnopqrstuv"
@@ -136,7 +137,7 @@ func TestPrepareMembershipPeerURL(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer d.Close()
-			if err := d.SetMembership(datadir.Membership{Name: "m", PeerURL: tc.stored}); err != nil {
+			if err := d.SetMembership(embeddedetcd.Membership{Name: "m", PeerURL: tc.stored}); err != nil {
 				t.Fatal(err)
 			}
 			o := NewOptions()

@@ -3,13 +3,19 @@ package controlplane
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
 // Completing fills defaults into the completed options, not into the
-// caller's: options completed again for another data dir get that dir's CA.
+// caller's: options completed again for another data dir get that dir's CA,
+// and nothing the caller holds changes, down to the last pointer.
 func TestCompleteLeavesCallerOptionsAlone(t *testing.T) {
 	o := NewOptions()
+	// Upstream's completion rewrites these keys (api/v1 → /v1).
+	o.ControlPlane.APIEnablement.RuntimeConfig = map[string]string{"api/v1": "true", "api/legacy": "true"}
+	o.DataDir = t.TempDir()
+	before := fingerprint(o)
 	complete := func(dir string) CompletedOptions {
 		t.Helper()
 		o.DataDir = dir
@@ -24,7 +30,12 @@ func TestCompleteLeavesCallerOptionsAlone(t *testing.T) {
 		}
 		return c
 	}
-	first := complete(t.TempDir())
+	firstDir := o.DataDir
+	first := complete(firstDir)
+	o.DataDir = firstDir
+	if diff := changedOptions(before, fingerprint(o)); len(diff) > 0 {
+		t.Errorf("Complete changed the caller's options:\n%s", strings.Join(diff, "\n"))
+	}
 	second := complete(t.TempDir())
 
 	for name, c := range map[string]CompletedOptions{"first": first, "second": second} {
@@ -81,4 +92,18 @@ func TestCompleteLeavesEventsUncached(t *testing.T) {
 			}
 		})
 	}
+}
+
+// changedOptions is changed without the process's feature gates and
+// emulation versions (ComponentGlobalsRegistry): one registry for the
+// process, shared by reference, that completion may read (and complete, when
+// ApplyToProcess did not), not an option value of the caller's.
+func changedOptions(before, after map[string]string) []string {
+	var diff []string
+	for _, d := range changed(before, after) {
+		if !strings.Contains(d, ".ComponentGlobalsRegistry(") {
+			diff = append(diff, d)
+		}
+	}
+	return diff
 }

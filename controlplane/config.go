@@ -16,6 +16,7 @@ import (
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	aggregatorscheme "k8s.io/kube-aggregator/pkg/apiserver/scheme"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
@@ -27,8 +28,9 @@ import (
 	"k8s.io/kubernetes/pkg/kubeapiserver/admission/exclusion"
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/resourcequota"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/datadir"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/snapshot"
 )
 
 // mutexProfileFraction samples one in this many mutex contention events
@@ -69,7 +71,7 @@ type completedConfig struct {
 	EmbeddedEtcd *embeddedetcd.Server
 	// snapshots takes the scheduled snapshots of the embedded etcd; nil
 	// when none are scheduled or etcd is external.
-	snapshots *datadir.Snapshotter
+	snapshots *snapshot.Scheduler
 }
 
 // NewConfig builds the configuration of every server in the chain. Like
@@ -96,14 +98,7 @@ func NewConfig(ctx context.Context, opts CompletedOptions, etcd *embeddedetcd.Se
 	readyCtx, stopWaiting := context.WithCancel(ctx)
 	defer stopWaiting()
 	if etcd != nil {
-		start := time.Now()
-		go func() {
-			err := etcd.WaitReady(readyCtx)
-			if err == nil {
-				logger.V(1).Info("Embedded etcd is ready", "socket", opts.DataDir.EtcdSocket, "duration", time.Since(start))
-			}
-			etcdReady <- err
-		}()
+		go func() { etcdReady <- opts.settleEtcd(readyCtx, etcd) }()
 	} else {
 		etcdReady <- nil
 	}
@@ -137,10 +132,10 @@ func (c *Config) Complete() (CompletedConfig, error) {
 	if err != nil {
 		return CompletedConfig{}, err
 	}
-	var snapshots *datadir.Snapshotter
+	var snapshots *snapshot.Scheduler
 	// NewConfig was given the member exactly when the options have one.
 	if opts := c.Options.EmbeddedEtcd; c.EmbeddedEtcd != nil && opts.SnapshotSchedule != "" {
-		snapshots, err = datadir.NewSnapshotter(c.Options.DataDir.Path, c.EmbeddedEtcd.ClientURL(), opts.SnapshotSchedule, opts.SnapshotRetention)
+		snapshots, err = snapshot.NewScheduler(c.Options.DataDir.Path, c.EmbeddedEtcd.ClientURL(), opts.SnapshotSchedule, opts.SnapshotRetention)
 		if err != nil {
 			return CompletedConfig{}, err
 		}
@@ -196,9 +191,11 @@ func newAPIsConfig(o CompletedOptions, apiServerCount int) (*genericserver.Confi
 	if o.EmbeddedEtcd != nil {
 		// Servers join this one's cluster with join tokens (and are told
 		// to restart it with --cluster-init when its member runs alone).
-		if genericConfig.Authentication.Authenticator, err = joinTokenAuthenticator(genericConfig.LoopbackClientConfig, genericConfig.Authentication.Authenticator); err != nil {
+		kube, err := kubernetes.NewForConfig(genericConfig.LoopbackClientConfig)
+		if err != nil {
 			return nil, err
 		}
+		genericConfig.Authentication.Authenticator = cluster.JoinTokenAuthenticator(kube, genericConfig.Authentication.Authenticator)
 	}
 	// Upstream names the API server after its host alone, so replicas on
 	// one host would share an identity and fight over its Lease. Set ours

@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdtls"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/externaltls"
 )
 
 // checkExternalEtcd checks the TLS files of --etcd-servers against the
@@ -18,6 +18,6 @@ import (
 // etcd that no member of answers is left to upstream's client, which
 // waits for it as before.
 func checkExternalEtcd(ctx context.Context, transport storagebackend.TransportConfig) error {
-	files := etcdtls.Files{CAFile: transport.TrustedCAFile, CertFile: transport.CertFile, KeyFile: transport.KeyFile}
-	return etcdtls.Check(ctx, transport.ServerList, files)
+	files := externaltls.Files{CAFile: transport.TrustedCAFile, CertFile: transport.CertFile, KeyFile: transport.KeyFile}
+	return externaltls.Check(ctx, transport.ServerList, files)
 }

@@ -28,9 +28,10 @@ import (
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/datadir"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdcluster"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/pki"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/snapshot"
 )
 
 const (
@@ -71,7 +72,7 @@ type Options struct {
 	Resources func() *serverstorage.ResourceConfig
 	// EtcdSpaceCheckInterval is how often the control plane asks etcd for
 	// its database size and alarms (space.go); zero is
-	// etcdmaintenance.DefaultSpaceInterval. Tests that fill a database
+	// maintenance.DefaultSpaceInterval. Tests that fill a database
 	// shorten it.
 	EtcdSpaceCheckInterval time.Duration
 
@@ -120,9 +121,9 @@ func NewOptions() *Options {
 		EmbeddedEtcd: &EmbeddedEtcdOptions{
 			QuotaBackendBytes: embeddedetcd.DefaultQuotaBackendBytes,
 			LogLevel:          "warn",
-			SnapshotSchedule:  datadir.DefaultSnapshotSchedule,
-			SnapshotRetention: datadir.DefaultSnapshotRetention,
-			Cluster:           ClusterOptions{PeerPort: DefaultEtcdPeerPort, LearnerTimeout: etcdcluster.DefaultLearnerTimeout},
+			SnapshotSchedule:  snapshot.DefaultSchedule,
+			SnapshotRetention: snapshot.DefaultRetention,
+			Cluster:           ClusterOptions{PeerPort: DefaultEtcdPeerPort, LearnerTimeout: cluster.DefaultLearnerTimeout},
 		},
 		Controllers: manager.NewOptions(),
 		// Built in: the resolver of service references reads them.
@@ -227,11 +228,11 @@ func (o *EmbeddedEtcdOptions) validate() []error {
 		errs = append(errs, fmt.Errorf("--embedded-etcd-quota-bytes must be positive, got %d; write e.g. --embedded-etcd-quota-bytes=%d", o.QuotaBackendBytes, embeddedetcd.DefaultQuotaBackendBytes))
 	}
 	if o.SnapshotSchedule != "" {
-		if _, err := datadir.ParseSnapshotSchedule(o.SnapshotSchedule); err != nil {
+		if _, err := snapshot.ParseSchedule(o.SnapshotSchedule); err != nil {
 			errs = append(errs, err)
 		}
 		if o.SnapshotRetention < 1 {
-			errs = append(errs, fmt.Errorf("--embedded-etcd-snapshot-retention must be at least 1, got %d; write e.g. --embedded-etcd-snapshot-retention=%d, or --embedded-etcd-snapshot-schedule=\"\" to take no scheduled snapshots", o.SnapshotRetention, datadir.DefaultSnapshotRetention))
+			errs = append(errs, fmt.Errorf("--embedded-etcd-snapshot-retention must be at least 1, got %d; write e.g. --embedded-etcd-snapshot-retention=%d, or --embedded-etcd-snapshot-schedule=\"\" to take no scheduled snapshots", o.SnapshotRetention, snapshot.DefaultRetention))
 		}
 	}
 	return errs
@@ -303,8 +304,11 @@ type completedOptions struct {
 	// DataDir is the prepared data dir; it stays its caller's to close.
 	DataDir *datadir.Dir
 	// Membership is the embedded member's place in a cluster of servers;
-	// nil when it runs alone or etcd is external.
-	Membership *datadir.Membership
+	// nil when it runs alone or etcd is external, and until Join for a
+	// server that joins.
+	Membership *embeddedetcd.Membership
+	// joinPlan is the join Join makes; nil unless this start joins.
+	joinPlan *joinPlan
 	// EmbeddedEtcd is nil with an external etcd.
 	EmbeddedEtcd *EmbeddedEtcdOptions
 	// Controllers is nil when the control plane runs none.
@@ -337,6 +341,13 @@ func (o *Options) Complete(ctx context.Context, dataDir *datadir.Dir) (Completed
 			return CompletedOptions{}, err
 		}
 		c.Membership = m
+		if join := o.EmbeddedEtcd.Cluster.Join; m == nil && join != "" {
+			peerURL, err := o.peerURL()
+			if err != nil {
+				return CompletedOptions{}, err
+			}
+			c.joinPlan = &joinPlan{server: join, peerURL: peerURL}
+		}
 	}
 	if err := o.complete(ctx, c); err != nil {
 		return CompletedOptions{}, err
@@ -412,7 +423,7 @@ func (o *Options) complete(ctx context.Context, c *completedOptions) error {
 		}
 	}
 	if o.Controllers != nil {
-		c.Controllers = o.completeControllers(creds, serving.CertFile, cp.ServiceAccountSigningKeyFile, c.Membership != nil)
+		c.Controllers = o.completeControllers(creds, serving.CertFile, cp.ServiceAccountSigningKeyFile, c.Membership != nil || c.joinPlan != nil)
 	}
 	if len(authn.ServiceAccounts.Issuers) == 0 {
 		authn.ServiceAccounts.Issuers = []string{DefaultServiceAccountIssuer}
@@ -459,11 +470,6 @@ func applyMetrics(o *metrics.Options) {
 	metrics.SetDisabledMetrics(o.DisabledMetrics)
 }
 
-// copyForCompletion copies the upstream options and every part of them that
-// complete fills in (etcd servers, certificates, authentication,
-// authorization), so that completing leaves the caller's options as they
-// were: completed again, e.g. for another data dir, they still mean
-// "embedded etcd" and "our certificates".
 // withDefaultWatchCacheSizes sets kube-apiserver's default watch cache
 // sizes (kubeapiserver.DefaultWatchCacheSizes, which its completion
 // applies and the generic control plane's options do not) under the sizes
@@ -487,8 +493,23 @@ func withDefaultWatchCacheSizes(etcd *genericoptions.EtcdOptions) error {
 	return err
 }
 
+// copyForCompletion copies the upstream options and every part of them that
+// our completion or upstream's fills in (etcd servers, certificates,
+// authentication, authorization, the advertised address, --runtime-config),
+// so that completing leaves the caller's options as they were: completed
+// again, e.g. for another data dir, they still mean "embedded etcd" and
+// "our certificates". TestCompleteLeavesCallerOptionsAlone walks every
+// value the options reach, so that a part added upstream cannot leak.
 func copyForCompletion(in *cpoptions.Options) *cpoptions.Options {
 	out := *in
+	// Upstream's completion defaults the advertise address and the
+	// external host, and rewrites --runtime-config's keys (api/v1 → /v1).
+	run := *in.GenericServerRunOptions
+	run.AdvertiseAddress = slices.Clone(in.GenericServerRunOptions.AdvertiseAddress)
+	out.GenericServerRunOptions = &run
+	apis := *in.APIEnablement
+	apis.RuntimeConfig = maps.Clone(in.APIEnablement.RuntimeConfig)
+	out.APIEnablement = &apis
 	etcd := *in.Etcd
 	etcd.StorageConfig.Transport.ServerList = slices.Clone(in.Etcd.StorageConfig.Transport.ServerList)
 	out.Etcd = &etcd
@@ -532,11 +553,16 @@ func (c CompletedOptions) Validate() []error {
 }
 
 // Listen binds the secure port (--bind-address, --secure-port; port 0
-// picks a free one) unless the options carry a listener already. Bind it
-// before etcd starts, so that a port in use fails before etcd is touched.
-// Run frees the port when it stops; close the returned Listener after it
-// too, for the case that Run never ran.
+// picks a free one) unless the options carry a listener already, and
+// checks that the embedded member's peer port is free when it listens for
+// peers (etcd binds it when it starts). Listen before Join and StartEtcd, so
+// that a port in use fails before the cluster or etcd is touched. Run frees
+// the port when it stops; close the returned Listener after it too, for the
+// case that Run never ran.
 func (c CompletedOptions) Listen() (*Listener, error) {
+	if err := c.checkPeerPort(); err != nil {
+		return nil, err
+	}
 	ss := c.ControlPlane.SecureServing
 	if ss.Listener == nil {
 		addr := net.JoinHostPort(ss.BindAddress.String(), strconv.Itoa(ss.BindPort))
@@ -554,18 +580,28 @@ func (c CompletedOptions) Listen() (*Listener, error) {
 	return &Listener{serving: l}, nil
 }
 
-// StartEtcd starts the embedded etcd member on the data dir
-// (datadir.Dir.StartEtcd), or returns nil with an external etcd. The
-// member elects itself while the configuration is built (NewConfig waits
-// for it). Close it once the server has stopped, before the data dir.
-func (c CompletedOptions) StartEtcd(ctx context.Context) (*embeddedetcd.Server, error) {
-	if c.EmbeddedEtcd == nil {
-		return nil, nil
+// checkPeerPort fails, naming the flag, when the port the embedded member
+// will listen on for its peers is taken: a server that joins learns it
+// before the cluster adds its member. (etcd opens the listener itself, so
+// the port is only probed: another process may still take it meanwhile,
+// and then the start that joined takes its member back out.)
+func (c CompletedOptions) checkPeerPort() error {
+	peerURL := ""
+	switch {
+	case c.joinPlan != nil:
+		peerURL = c.joinPlan.peerURL
+	case c.Membership != nil:
+		peerURL = c.Membership.PeerURL
+	default:
+		return nil
 	}
-	return c.DataDir.StartEtcd(ctx, datadir.EtcdSettings{
-		QuotaBackendBytes: c.EmbeddedEtcd.QuotaBackendBytes,
-		LogLevel:          c.EmbeddedEtcd.LogLevel,
-		// A joining member may catch up for as long as the cluster lets it.
-		ClusterReadyTimeout: c.EmbeddedEtcd.Cluster.LearnerTimeout,
-	})
+	u, err := url.Parse(peerURL)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", u.Host)
+	if err != nil {
+		return fmt.Errorf("--etcd-peer-port %s on %s: %w", u.Port(), u.Hostname(), err)
+	}
+	return l.Close()
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/datadir"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/snapshot"
 )
 
 func TestValidate(t *testing.T) {
@@ -54,12 +54,12 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name:     "snapshot retention zero",
-			modify:   snapshots(datadir.DefaultSnapshotSchedule, 0),
+			modify:   snapshots(snapshot.DefaultSchedule, 0),
 			wantErrs: []string{"--embedded-etcd-snapshot-retention must be at least 1, got 0", "write e.g. --embedded-etcd-snapshot-retention=5", `--embedded-etcd-snapshot-schedule=""`},
 		},
 		{
 			name:     "snapshot retention negative",
-			modify:   snapshots(datadir.DefaultSnapshotSchedule, -3),
+			modify:   snapshots(snapshot.DefaultSchedule, -3),
 			wantErrs: []string{"--embedded-etcd-snapshot-retention", "got -3"},
 		},
 		{name: "etcd server with a port", modify: etcdServers("https://127.0.0.1:2379")},

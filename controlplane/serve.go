@@ -1,7 +1,9 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
+	"errors"
 
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -59,12 +61,18 @@ func (o *Options) ApplyToProcess(logs bool) (flush func(), err error) {
 // Serve starts the control plane of o and runs it until ctx is done, then
 // stops it and gives everything back: each step of the library in order,
 //
-//	Validate → PrepareDataDir → Complete → Validate → Listen →
+//	Validate → PrepareDataDir → Complete → Validate → Listen → Join →
 //	StartEtcd → NewConfig → Complete → New → Run
 //
-// and on the way out: Run frees the port when it stops, then etcd is closed
-// and the data dir unlocked. ready, if not nil, is called once the server serves (its
-// Ready). Apply the flags first (ApplyToProcess).
+// Every step before Join stays on this machine (the one remote call among
+// them, a server that joins a cluster asking it in a dry run for the
+// credentials its servers share, changes nothing there), so that a bad
+// flag or a port in use fails before the cluster is touched. A start that
+// fails after Join, before the server is ready, takes its member back out
+// (JoinedMember.Undo). On the way out: Run frees the port when it stops,
+// then etcd is closed and the data dir unlocked. ready, if not nil, is
+// called once the server serves (its Ready). Apply the flags first
+// (ApplyToProcess).
 func Serve(ctx context.Context, o *Options, ready func(*Server)) error {
 	if err := o.Validate(); err != nil {
 		return err
@@ -86,30 +94,36 @@ func Serve(ctx context.Context, o *Options, ready func(*Server)) error {
 		return err
 	}
 	defer listener.Close()
-	etcd, err := completed.StartEtcd(ctx)
+	joined, err := completed.Join(ctx)
 	if err != nil {
 		return err
+	}
+	etcd, err := completed.StartEtcd(ctx)
+	if err != nil {
+		return joined.Undo(ctx, err, nil)
 	}
 	if etcd != nil {
 		defer etcd.Close()
 	}
 	config, err := NewConfig(ctx, completed, etcd)
 	if err != nil {
-		return err
+		return joined.Undo(ctx, err, etcd)
 	}
 	completedConfig, err := config.Complete()
 	if err != nil {
-		return err
+		return joined.Undo(ctx, err, etcd)
 	}
 	server, err := completedConfig.New()
 	if err != nil {
-		return err
+		return joined.Undo(ctx, err, etcd)
 	}
+	served := make(chan struct{})
 	readyDone := make(chan struct{})
 	go func() {
 		defer close(readyDone)
 		select {
 		case <-server.Ready():
+			close(served)
 			// Ready, then stopped at once: say nothing.
 			select {
 			case <-server.Stopped():
@@ -123,5 +137,15 @@ func Serve(ctx context.Context, o *Options, ready func(*Server)) error {
 	}()
 	err = server.Run(ctx)
 	<-readyDone
+	select {
+	case <-served:
+		return err
+	default:
+	}
+	// Stopped before it was ready: the start failed, or was interrupted,
+	// and a member it joined goes back out.
+	if joined != nil {
+		return joined.Undo(ctx, cmp.Or(err, context.Cause(ctx), errors.New("stopped before it was ready")), etcd)
+	}
 	return err
 }

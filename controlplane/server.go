@@ -21,10 +21,10 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/bootstrap"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdcluster"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdmaintenance"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/jointoken"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/pki"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster/jointoken"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/maintenance"
 )
 
 // readyPollInterval is how often Run asks /readyz until the server is ready.
@@ -46,7 +46,7 @@ type Server struct {
 	// a server whose member runs alone.
 	cluster *clusterParts
 	// space watches etcd's database space (space.go).
-	space *etcdmaintenance.SpaceMonitor
+	space *maintenance.SpaceMonitor
 	url   string
 
 	ready   chan struct{}
@@ -59,7 +59,7 @@ type clusterParts struct {
 	// etcd is a client of the local member; run closes it once the API
 	// has stopped.
 	etcd    *clientv3.Client
-	members *etcdcluster.Members
+	members *cluster.Members
 	// apiServerURL is where the other servers reach this one's API.
 	apiServerURL string
 }
@@ -96,20 +96,20 @@ func (c CompletedConfig) newServer(chain *aggregatorapiserver.APIAggregator, cor
 	// Readiness waits for each: e.g. the roles that let components use an
 	// added API exist before the server reports ready.
 	bootstraps := opts.Bootstraps
-	var cluster *clusterParts
+	var clustered *clusterParts
 	if opts.EmbeddedEtcd != nil {
-		bootstraps = append([]bootstrap.Bootstrap{jointoken.RBAC()}, bootstraps...)
+		bootstraps = append([]bootstrap.Bootstrap{joinTokenRBAC()}, bootstraps...)
 	}
 	switch {
 	case opts.EmbeddedEtcd != nil && opts.Membership == nil:
-		chain.GenericAPIServer.Handler.NonGoRestfulMux.Handle(jointoken.JoinPath, etcdcluster.RunsAloneHandler())
+		chain.GenericAPIServer.Handler.NonGoRestfulMux.Handle(jointoken.JoinPath, cluster.RunsAloneHandler())
 	case opts.Membership != nil:
-		if cluster, err = c.installCluster(chain.GenericAPIServer.Handler.NonGoRestfulMux); err != nil {
+		if clustered, err = c.installCluster(chain.GenericAPIServer.Handler.NonGoRestfulMux); err != nil {
 			return nil, err
 		}
 		defer func() {
 			if err != nil {
-				cluster.etcd.Close() //nolint:errcheck // in process
+				clustered.etcd.Close() //nolint:errcheck // in process
 			}
 		}()
 	}
@@ -162,7 +162,7 @@ func (c CompletedConfig) newServer(chain *aggregatorapiserver.APIAggregator, cor
 		prepared:    prepared,
 		listener:    ss.Listener.(*servingListener),
 		controllers: health,
-		cluster:     cluster,
+		cluster:     clustered,
 		space:       space,
 		url:         "https://" + net.JoinHostPort(host, strconv.Itoa(ss.BindPort)),
 		ready:       make(chan struct{}),

@@ -30,7 +30,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/logging/zaprepeats"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/zaprepeats"
 )
 
 // DefaultQuotaBackendBytes is the size at which etcd raises its NOSPACE alarm
@@ -91,8 +91,10 @@ type Server struct {
 
 // Start starts the member and returns without waiting for it to be ready;
 // call WaitReady before using it. It fails at once when the configuration is
-// invalid or the listeners cannot be opened.
-func Start(cfg Config) (*Server, error) {
+// invalid or the listeners cannot be opened. A member of a cluster first
+// asks the peers its data knows of whether they still count it (peers.go);
+// ctx bounds that, and only that.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.DataDir == "" || cfg.SocketPath == "" {
 		return nil, errors.New("embedded etcd: DataDir and SocketPath are required")
 	}
@@ -122,7 +124,7 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("embedded etcd: %w", err)
 	}
 	if cfg.clustered() {
-		if err := cfg.checkPeers(context.Background()); err != nil {
+		if err := cfg.checkPeers(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -145,7 +147,7 @@ func Start(cfg Config) (*Server, error) {
 }
 
 func (cfg Config) etcdConfig(closing *atomic.Bool) (*embed.Config, error) {
-	ecfg, err := cfg.memberConfig()
+	ecfg, err := cfg.MemberConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -202,10 +204,10 @@ func (cfg Config) etcdConfig(closing *atomic.Bool) (*embed.Config, error) {
 // DefaultMemberName names a member that runs alone.
 const DefaultMemberName = "embedded"
 
-// memberConfig is etcd's configuration with the member's identity: its
+// MemberConfig is etcd's configuration with the member's identity: its
 // name, peer URL and cluster, which a restored member shares
 // (RestoreSnapshot).
-func (cfg Config) memberConfig() (*embed.Config, error) {
+func (cfg Config) MemberConfig() (*embed.Config, error) {
 	ecfg := embed.NewConfig()
 	ecfg.Name = cfg.Name
 	if ecfg.Name == "" {
@@ -255,14 +257,19 @@ func (s *Server) Stopped() <-chan struct{} { return s.stopped }
 // Err reports fatal errors of the member's listeners.
 func (s *Server) Err() <-chan error { return s.etcd.Err() }
 
-// WaitReady blocks until the member serves, then defragments its database
-// when more than half of the file is free space. It fails when the member
-// reports an error, stops, ctx ends or the ready timeout passes.
+// WaitReady blocks until the member serves client requests: a member that
+// runs alone once it has elected itself, a member of a cluster once it is
+// part of a quorum (a learner serves once it has caught up with the
+// leader). It only waits: the steps that follow a member's start
+// (WaitPromoted, EnsurePeerURL, DefragmentIfFragmented) are the caller's.
+// It fails when the member reports an error, stops, ctx ends or
+// Config.ReadyTimeout passes.
 func (s *Server) WaitReady(ctx context.Context) error {
 	timer := time.NewTimer(s.cfg.ReadyTimeout)
 	defer timer.Stop()
 	select {
 	case <-s.Ready():
+		return nil
 	case err := <-s.Err():
 		return fmt.Errorf("embedded etcd in %s failed before becoming ready: %w", s.cfg.DataDir, err)
 	case <-s.Stopped():
@@ -275,25 +282,22 @@ func (s *Server) WaitReady(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if s.cfg.clustered() {
-		if err := s.waitVoter(ctx, timer.C); err != nil {
-			return err
-		}
-		s.ensurePeerURL(ctx)
-	}
-	return s.defragmentIfFragmented(ctx)
 }
 
 // learnerPoll is how often WaitReady looks whether a learner was promoted.
 const learnerPoll = 50 * time.Millisecond
 
-// waitVoter waits until the member votes. A member that joins starts as a
-// learner, which serves no client requests; the cluster promotes it once
-// it has caught up with the leader.
-func (s *Server) waitVoter(ctx context.Context, timeout <-chan time.Time) error {
+// WaitPromoted waits until the member votes. A member that joins starts as
+// a learner, which the cluster promotes once it has caught up with the
+// leader (cluster.Promoter, on the leader's server); the API server must
+// not start on a learner, which serves no client requests. It returns at
+// once for a voter, and fails after Config.ReadyTimeout.
+func (s *Server) WaitPromoted(ctx context.Context) error {
 	if !s.etcd.Server.IsLearner() {
 		return nil
 	}
+	timeout := time.NewTimer(s.cfg.ReadyTimeout)
+	defer timeout.Stop()
 	klog.FromContext(ctx).Info("Embedded etcd member is a learner; waiting for the cluster to promote it", "member", s.etcd.Server.MemberID())
 	ticker := time.NewTicker(learnerPoll)
 	defer ticker.Stop()
@@ -304,7 +308,7 @@ func (s *Server) waitVoter(ctx context.Context, timeout <-chan time.Time) error 
 			return fmt.Errorf("embedded etcd in %s failed while it waited to be promoted: %w", s.cfg.DataDir, err)
 		case <-s.Stopped():
 			return fmt.Errorf("embedded etcd in %s stopped while it waited to be promoted", s.cfg.DataDir)
-		case <-timeout:
+		case <-timeout.C:
 			return fmt.Errorf("embedded etcd in %s was not promoted from learner to voter after %s: is the leader reachable on its peer URL, and does it run this binary? \"sample-generic-controlplane cluster members\" on a server of the cluster shows the members", s.cfg.DataDir, s.cfg.ReadyTimeout)
 		case <-ctx.Done():
 			return ctx.Err()
@@ -313,11 +317,16 @@ func (s *Server) waitVoter(ctx context.Context, timeout <-chan time.Time) error 
 	return nil
 }
 
-// ensurePeerURL records the member's peer URL in the cluster when it
-// changed, e.g. the first start with --cluster-init of a member that ran
-// alone, or a server whose address changed. It needs a quorum: without one
-// it says what to do and leaves the URL as it was.
-func (s *Server) ensurePeerURL(ctx context.Context) {
+// EnsurePeerURL records the member's peer URL (Config.PeerURL) in the
+// cluster when it changed, e.g. the first start with --cluster-init of a
+// member that ran alone, or a server whose address changed: a write to the
+// cluster, once the member is ready. It needs a quorum: without one it
+// says what to do and leaves the URL as it was. A member that runs alone
+// has nothing to record.
+func (s *Server) EnsurePeerURL(ctx context.Context) {
+	if !s.cfg.clustered() {
+		return
+	}
 	id := s.etcd.Server.MemberID()
 	m := s.etcd.Server.Cluster().Member(id)
 	if m == nil || (len(m.PeerURLs) == 1 && m.PeerURLs[0] == s.cfg.PeerURL) {
@@ -361,10 +370,13 @@ func (s *Server) IsLeader() bool { return s.etcd.Server.Leader() == s.etcd.Serve
 // Clustered reports whether the member listens for peers (Config.PeerURL).
 func (s *Server) Clustered() bool { return s.cfg.clustered() }
 
-// defragmentIfFragmented returns free pages to the filesystem when more than
-// half of the database file is unused. Compaction (which kube-apiserver does
-// every few minutes) frees pages inside the file but never shrinks it.
-func (s *Server) defragmentIfFragmented(ctx context.Context) error {
+// DefragmentIfFragmented returns free pages to the filesystem when more
+// than half of the database file is unused, as the control plane does once
+// at each start, before its API server opens the database to clients.
+// Compaction (which kube-apiserver does every few minutes) frees pages
+// inside the file but never shrinks it; the maintenance package
+// defragments while the server runs.
+func (s *Server) DefragmentIfFragmented(ctx context.Context) error {
 	be := s.etcd.Server.Backend()
 	size, inUse := be.Size(), be.SizeInUse()
 	if size == 0 || inUse*2 >= size {

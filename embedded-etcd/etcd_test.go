@@ -34,7 +34,7 @@ func socketPath(t *testing.T) string {
 // start starts a member and waits until it is ready; it is closed when the test ends.
 func start(t *testing.T, cfg Config) *Server {
 	t.Helper()
-	s, err := Start(cfg)
+	s, err := Start(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -176,7 +176,7 @@ func TestStartRejectsBadConfig(t *testing.T) {
 		{name: "bad log level", cfg: Config{DataDir: t.TempDir(), SocketPath: sock, LogLevel: "loud"}, wantErr: `log level "loud"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := Start(tc.cfg)
+			s, err := Start(t.Context(), tc.cfg)
 			if err == nil {
 				s.Close()
 				t.Fatal("Start succeeded")
@@ -188,7 +188,9 @@ func TestStartRejectsBadConfig(t *testing.T) {
 	}
 }
 
-func TestWaitReadyDefragmentation(t *testing.T) {
+// DefragmentIfFragmented, the step a start takes once the member is ready,
+// shrinks a database more than half free, and leaves others alone.
+func TestDefragmentIfFragmented(t *testing.T) {
 	const keys, valueSize = 200, 32 << 10
 	cases := []struct {
 		name string
@@ -242,6 +244,12 @@ func TestWaitReadyDefragmentation(t *testing.T) {
 			onDiskBefore := fileSize(t, dbFile)
 
 			s = start(t, cfg)
+			if before, _ := s.DBSize(); before*10 < full*9 {
+				t.Fatalf("database shrank from %d to %d bytes while the member started: WaitReady only waits", full, before)
+			}
+			if err := s.DefragmentIfFragmented(t.Context()); err != nil {
+				t.Fatal(err)
+			}
 			after, inUse := s.DBSize()
 			onDisk := fileSize(t, dbFile)
 			switch {

@@ -24,6 +24,18 @@ import (
 //     HTTP (nobody but us connects to it), and simple auth tokens (etcd
 //     authentication is off; the socket's directory is the access control).
 //
+// Lowered from warn to info: raft skipping the first election of a new
+// member because etcd has not applied the member's bootstrap configuration
+// entry yet ("cannot campaign at term 1 since there are still pending
+// configuration changes to apply"). raft leaves that entry unapplied at
+// bootstrap on purpose (raft's bootstrap.go), etcd applies it
+// asynchronously, and a one-member cluster's first election timeout
+// (etcd fast-forwards its ticks, server.go adjustTicks) can run out first
+// on a busy machine; raft campaigns again one election timeout later. The
+// guard is deliberate (etcd-io/etcd#12133, PR #12134), and delaying a
+// campaign is harmless (PR #9073). Only term 1 is lowered: a cluster stuck
+// on a configuration change at a later term still warns.
+//
 // Raised from info to warn: WAL repair after a crash, which may have dropped
 // the last writes and must not go unnoticed.
 //
@@ -66,6 +78,9 @@ func (f *logFilter) Check(entry zapcore.Entry, checked *zapcore.CheckedEntry) *z
 	if entry.Level < zapcore.WarnLevel && raisedMessages[entry.Message] {
 		entry.Level = zapcore.WarnLevel
 	}
+	if entry.Level == zapcore.WarnLevel && isBootstrapCampaignDelay(entry.Message) {
+		entry.Level = zapcore.InfoLevel
+	}
 	if f.Core.Enabled(entry.Level) && !droppedMessages[entry.Message] {
 		return checked.AddCore(entry, f)
 	}
@@ -89,6 +104,13 @@ func (f *logFilter) Write(entry zapcore.Entry, fields []zapcore.Field) error {
 		err = errors.Join(err, f.Core.Write(noSpace, []zapcore.Field{zap.String("dataDir", f.dataDir)}), f.Core.Sync())
 	}
 	return err
+}
+
+// isBootstrapCampaignDelay matches raft skipping the first election of a
+// new member (see logFilter). etcd logs raft's messages formatted, through
+// a sugared logger, so the message ends with raft's text.
+func isBootstrapCampaignDelay(msg string) bool {
+	return strings.HasSuffix(msg, " cannot campaign at term 1 since there are still pending configuration changes to apply")
 }
 
 // noSpaceMessage is the last line of a member that stops on a full

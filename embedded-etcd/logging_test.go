@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/logging/zaprepeats"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/zaprepeats"
 )
 
 func TestCloseNoiseFilter(t *testing.T) {
@@ -143,6 +143,12 @@ func TestLogFilterAtWarnLevel(t *testing.T) {
 		{"schema race on a new member is dropped", func(l *zap.Logger) {
 			l.Warn("Failed to detect schema version", zap.Error(errors.New("missing term information")))
 		}, 0, 0},
+		{"a new member's first election, skipped until its bootstrap entry applies, is lowered to info", func(l *zap.Logger) {
+			l.Sugar().Warnf("%x cannot campaign at term %d since there are still pending configuration changes to apply", uint64(0x8e9e05c52164694d), 1)
+		}, 0, 0},
+		{"pending configuration changes at a later term still warn", func(l *zap.Logger) {
+			l.Sugar().Warnf("%x cannot campaign at term %d since there are still pending configuration changes to apply", uint64(0x8e9e05c52164694d), 7)
+		}, zapcore.WarnLevel, 1},
 		{"other warnings pass", func(l *zap.Logger) { l.Warn("slow fdatasync") }, zapcore.WarnLevel, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -43,7 +43,7 @@ func checkStorageVersion(dataDir string) error {
 	if err != nil || stored == nil {
 		return err
 	}
-	if newerThanOurs(stored) {
+	if NewerThanOurs(stored) {
 		return fmt.Errorf("%w: %s has etcd storage version %d.%d, and this binary runs etcd %s, which cannot read it. "+
 			"Start the release that wrote it, or restore a copy of the data dir taken before the upgrade; nothing in it was changed",
 			ErrNewerStorageVersion, dataDir, stored.Major, stored.Minor, version.Version)
@@ -51,9 +51,9 @@ func checkStorageVersion(dataDir string) error {
 	return nil
 }
 
-// newerThanOurs reports whether a database of storage version stored is
+// NewerThanOurs reports whether a database of storage version stored is
 // too new for this binary's etcd to read.
-func newerThanOurs(stored *semver.Version) bool {
+func NewerThanOurs(stored *semver.Version) bool {
 	ours := semver.New(version.Version)
 	return stored.Major > ours.Major || stored.Major == ours.Major && stored.Minor > ours.Minor
 }

@@ -91,10 +91,12 @@ func (c *Controller) enqueue(obj interface{}) {
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	logger := klog.FromContext(ctx)
-	logger.Info("Starting namespace controller", "deletionGracePeriod", c.gracePeriod)
+	// V(2), as the other controllers' start and stop: a calm start says
+	// nothing but that it is ready.
+	logger.V(2).Info("Starting namespace controller", "deletionGracePeriod", c.gracePeriod)
 	var wg sync.WaitGroup
 	defer func() {
-		logger.Info("Shutting down namespace controller")
+		logger.V(2).Info("Shutting down namespace controller")
 		c.queue.ShutDown()
 		wg.Wait()
 	}()

@@ -14,9 +14,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/pki"
+	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
 
 const (
@@ -51,13 +51,10 @@ type Dir struct {
 
 	lock *lock
 	// membership is etcd-member.json once read (Membership).
-	membership     *Membership
+	membership     *embeddedetcd.Membership
 	membershipRead bool
 	// cleanups run at Close, e.g. removing a socket dir outside the data dir.
 	cleanups []func()
-	// background is what works in the data dir after StartEtcd returned
-	// (removing what a restore replaced); Close waits for it.
-	background sync.WaitGroup
 }
 
 // Prepare creates the data dir at path (mode 0700) unless it exists, locks
@@ -138,11 +135,10 @@ func (d *Dir) HasEtcdMember() (bool, error) {
 	return exists(filepath.Join(d.Path, etcdDirName, "member"))
 }
 
-// Close gives the data dir back: it waits for what works in it, removes
-// what Prepare made outside it and unlocks it. Stop the embedded etcd member
+// Close gives the data dir back: it removes what Prepare made outside it
+// and unlocks it. Stop the embedded etcd member
 // first. It is safe to call more than once.
 func (d *Dir) Close() {
-	d.background.Wait()
 	for _, cleanup := range slices.Backward(d.cleanups) {
 		cleanup()
 	}

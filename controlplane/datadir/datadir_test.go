@@ -112,8 +112,8 @@ func TestPrepare(t *testing.T) {
 	if again.EtcdSocket != "" {
 		t.Errorf("prepared for an external etcd, EtcdSocket = %q, want none", again.EtcdSocket)
 	}
-	if _, err := again.StartEtcd(t.Context(), EtcdSettings{}); err == nil || !strings.Contains(err.Error(), "external etcd") {
-		t.Errorf("StartEtcd on a data dir prepared for an external etcd: %v, want a refusal", err)
+	if _, err := again.EtcdConfig(); err == nil || !strings.Contains(err.Error(), "external etcd") {
+		t.Errorf("EtcdConfig of a data dir prepared for an external etcd: %v, want a refusal", err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/pki"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/snapshot"
 )
 
 const (
@@ -30,7 +31,7 @@ const (
 // RestoreResult is what RestoreSnapshot did.
 type RestoreResult struct {
 	// Snapshot is the restored snapshot.
-	Snapshot embeddedetcd.SnapshotStatus
+	Snapshot snapshot.Status
 	// EtcdDir is the restored member: <data-dir>/etcd.
 	EtcdDir string
 	// ReplacedDir holds the member data the restore replaced, until the
@@ -40,10 +41,10 @@ type RestoreResult struct {
 }
 
 // restoreFunc writes a member restored from a snapshot into an empty dir.
-type restoreFunc func(snapshot, dir string) (embeddedetcd.SnapshotStatus, error)
+type restoreFunc func(file, dir string) (snapshot.Status, error)
 
 // RestoreSnapshot replaces the embedded etcd member of the control plane on
-// dataDir with one restored from snapshot (see embeddedetcd.RestoreSnapshot),
+// dataDir with one restored from snapshot (see snapshot.RestoreMember),
 // and keeps the PKI and kubeconfig. It holds the data dir's lock while it
 // works, so it refuses while a control plane runs there, and a control
 // plane cannot start in the middle of it.
@@ -51,28 +52,28 @@ type restoreFunc func(snapshot, dir string) (embeddedetcd.SnapshotStatus, error)
 // The replaced member data is moved aside (RestoreResult.ReplacedDir); the
 // next start removes it once the restored member is ready. When the restore
 // fails, the data dir is left as it was.
-func RestoreSnapshot(dataDir, snapshot string) (*RestoreResult, error) {
-	return restoreSnapshot(dataDir, snapshot, embeddedetcd.RestoreSnapshot, time.Now())
+func RestoreSnapshot(dataDir, file string) (*RestoreResult, error) {
+	return restoreSnapshot(dataDir, file, snapshot.RestoreMember, time.Now())
 }
 
-func restoreSnapshot(dataDir, snapshot string, restore restoreFunc, now time.Time) (*RestoreResult, error) {
+func restoreSnapshot(dataDir, file string, restore restoreFunc, now time.Time) (*RestoreResult, error) {
 	dataDir, err := filepath.Abs(dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir %q: %w", dataDir, err)
 	}
-	if snapshot, err = filepath.Abs(snapshot); err != nil {
-		return nil, fmt.Errorf("snapshot %q: %w", snapshot, err)
+	if file, err = filepath.Abs(file); err != nil {
+		return nil, fmt.Errorf("snapshot %q: %w", file, err)
 	}
 	// Before anything is created or locked: a typo in the file name should
 	// leave no trace.
-	info, err := os.Stat(snapshot)
+	info, err := os.Stat(file)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("snapshot %s does not exist; name a file that \"snapshot save\" wrote or that \"snapshot list\" shows", snapshot)
+		return nil, fmt.Errorf("snapshot %s does not exist; name a file that \"snapshot save\" wrote or that \"snapshot list\" shows", file)
 	case err != nil:
-		return nil, fmt.Errorf("snapshot %s: %w", snapshot, err)
+		return nil, fmt.Errorf("snapshot %s: %w", file, err)
 	case !info.Mode().IsRegular():
-		return nil, fmt.Errorf("snapshot %s is not a file; name a file that \"snapshot save\" wrote or that \"snapshot list\" shows", snapshot)
+		return nil, fmt.Errorf("snapshot %s is not a file; name a file that \"snapshot save\" wrote or that \"snapshot list\" shows", file)
 	}
 
 	// A data dir on a new machine, say: the restore creates it, and removes
@@ -93,7 +94,7 @@ func restoreSnapshot(dataDir, snapshot string, restore restoreFunc, now time.Tim
 		return nil, fmt.Errorf("cannot restore: %w", err)
 	}
 	defer lock.release()
-	result, err := restoreLocked(dataDir, snapshot, restore, now)
+	result, err := restoreLocked(dataDir, file, restore, now)
 	if err != nil && created {
 		// Under the lock: a control plane that starts meanwhile fails
 		// to take it, rather than finding its data dir removed.
@@ -102,7 +103,7 @@ func restoreSnapshot(dataDir, snapshot string, restore restoreFunc, now time.Tim
 	return result, err
 }
 
-func restoreLocked(dataDir, snapshot string, restore restoreFunc, now time.Time) (*RestoreResult, error) {
+func restoreLocked(dataDir, file string, restore restoreFunc, now time.Time) (*RestoreResult, error) {
 	etcdDir := filepath.Join(dataDir, etcdDirName)
 	hasMember, err := exists(etcdDir)
 	if err != nil {
@@ -124,7 +125,7 @@ func restoreLocked(dataDir, snapshot string, restore restoreFunc, now time.Time)
 		}
 	}
 
-	membership, err := readMembership(dataDir)
+	membership, err := embeddedetcd.ReadMembership(dataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +141,7 @@ func restoreLocked(dataDir, snapshot string, restore restoreFunc, now time.Time)
 	if err != nil {
 		return nil, fmt.Errorf("creating a directory for the restored member in %s: %w", dataDir, err)
 	}
-	status, err := restore(snapshot, tmp)
+	status, err := restore(file, tmp)
 	if err != nil {
 		os.RemoveAll(tmp) //nolint:errcheck // best effort; the next start removes it too
 		return nil, err
@@ -163,14 +164,14 @@ func restoreLocked(dataDir, snapshot string, restore restoreFunc, now time.Time)
 		os.RemoveAll(tmp) //nolint:errcheck // as above
 		return nil, err
 	}
-	if err := embeddedetcd.SyncDir(dataDir); err != nil {
+	if err := snapshot.SyncDir(dataDir); err != nil {
 		return nil, err
 	}
 	if membership != nil && membership.InitialCluster != "" {
 		// The restored member is alone in a new cluster: it still listens
 		// for peers, which join it again.
 		membership.InitialCluster = ""
-		if err := writeMembership(dataDir, *membership); err != nil {
+		if err := embeddedetcd.WriteMembership(dataDir, *membership); err != nil {
 			return nil, err
 		}
 	}
@@ -182,7 +183,7 @@ func restoreLocked(dataDir, snapshot string, restore restoreFunc, now time.Time)
 // quorum of their own, beside the restored one. Stopped, they refuse to
 // start again until they have joined the restored server (the check of
 // embeddedetcd's start).
-func refuseWhilePeersRun(dataDir string, m *Membership) error {
+func refuseWhilePeersRun(dataDir string, m *embeddedetcd.Membership) error {
 	creds := pki.Paths(filepath.Join(dataDir, pkiDirName))
 	live, err := embeddedetcd.LivePeers(context.Background(), embeddedetcd.Config{
 		DataDir:           filepath.Join(dataDir, etcdDirName),
@@ -204,7 +205,7 @@ func refuseWhilePeersRun(dataDir string, m *Membership) error {
 // moveAside renames the member data etcdDir to etcd.pre-restore-<now>,
 // with a suffix should a restore in the same second have taken that name.
 func moveAside(etcdDir string, now time.Time) (string, error) {
-	base := filepath.Join(filepath.Dir(etcdDir), replacedEtcdPrefix+now.UTC().Format(fileTimeFormat))
+	base := filepath.Join(filepath.Dir(etcdDir), replacedEtcdPrefix+now.UTC().Format(snapshot.FileTimeFormat))
 	for i := 1; ; i++ {
 		aside := base
 		if i > 1 {

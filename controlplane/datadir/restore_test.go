@@ -2,7 +2,6 @@ package datadir
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,6 +15,8 @@ import (
 	"k8s.io/klog/v2/textlogger"
 
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/etcdtest"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/snapshot"
 )
 
 // restoreTime is the time the tests' restores happen at.
@@ -28,7 +29,7 @@ var restoreTime = time.Date(2026, 11, 23, 4, 18, 36, 0, time.UTC)
 func dataDirWithMember(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	etcdtest.WriteFiles(t, dir, map[string]string{
 		"admin.kubeconfig":                "kubeconfig",
 		"pki/ca.crt":                      "ca",
 		"etcd/member/snap/db":             "old database",
@@ -43,19 +44,6 @@ func dataDirWithMember(t *testing.T) string {
 	}
 	lock.release()
 	return dir
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // tree returns every file and directory under dir with its mode and content.
@@ -105,20 +93,20 @@ func diffTrees(before, after map[string]string) []string {
 	return diffs
 }
 
-// fakeRestore writes a member into dir, as embeddedetcd.RestoreSnapshot
+// fakeRestore writes a member into dir, as snapshot.RestoreMember
 // would, then fails with err if it is not nil.
 func fakeRestore(err error) restoreFunc {
-	return func(snapshot, dir string) (embeddedetcd.SnapshotStatus, error) {
+	return func(file, dir string) (snapshot.Status, error) {
 		if err := os.MkdirAll(filepath.Join(dir, "member", "snap"), 0o700); err != nil {
-			return embeddedetcd.SnapshotStatus{}, err
+			return snapshot.Status{}, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, "member", "snap", "db"), []byte("restored from "+snapshot), 0o600); err != nil {
-			return embeddedetcd.SnapshotStatus{}, err
+		if err := os.WriteFile(filepath.Join(dir, "member", "snap", "db"), []byte("restored from "+file), 0o600); err != nil {
+			return snapshot.Status{}, err
 		}
 		if err != nil {
-			return embeddedetcd.SnapshotStatus{}, err
+			return snapshot.Status{}, err
 		}
-		return embeddedetcd.SnapshotStatus{Revision: 42, Keys: 7}, nil
+		return snapshot.Status{Revision: 42, Keys: 7}, nil
 	}
 }
 
@@ -133,10 +121,10 @@ func snapshotFile(t *testing.T) string {
 
 func TestRestoreSnapshotReplacesMember(t *testing.T) {
 	dir := dataDirWithMember(t)
-	snapshot := snapshotFile(t)
+	file := snapshotFile(t)
 	before := tree(t, dir)
 
-	result, err := restoreSnapshot(dir, snapshot, fakeRestore(nil), restoreTime)
+	result, err := restoreSnapshot(dir, file, fakeRestore(nil), restoreTime)
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
@@ -145,7 +133,7 @@ func TestRestoreSnapshotReplacesMember(t *testing.T) {
 		t.Errorf("result %+v, want etcd dir %s/etcd, replaced dir %s, revision 42", result, dir, wantAside)
 	}
 	after := tree(t, dir)
-	if got := after["etcd/member/snap/db"]; !strings.HasSuffix(got, "restored from "+snapshot) {
+	if got := after["etcd/member/snap/db"]; !strings.HasSuffix(got, "restored from "+file) {
 		t.Errorf("etcd/member/snap/db after the restore: %q, want the restored member", got)
 	}
 	if _, ok := after["etcd/member/wal/0.wal"]; ok {
@@ -171,7 +159,7 @@ func TestRestoreSnapshotReplacesMember(t *testing.T) {
 	}
 
 	// A second restore in the same second finds the name taken.
-	result, err = restoreSnapshot(dir, snapshot, fakeRestore(nil), restoreTime)
+	result, err = restoreSnapshot(dir, file, fakeRestore(nil), restoreTime)
 	if err != nil {
 		t.Fatalf("second restore: %v", err)
 	}
@@ -187,9 +175,9 @@ func TestRestoreSnapshotLeavesDataDirOnFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := []struct {
-		name     string
-		snapshot func(t *testing.T) string
-		restore  restoreFunc
+		name    string
+		file    func(t *testing.T) string
+		restore restoreFunc
 		// prepare runs on the data dir before the restore, and returns
 		// what to undo before the data dir is compared.
 		prepare  func(t *testing.T, dir string) func()
@@ -197,32 +185,32 @@ func TestRestoreSnapshotLeavesDataDirOnFailure(t *testing.T) {
 	}{
 		{
 			name:     "restore fails midway",
-			snapshot: snapshotFile,
+			file:     snapshotFile,
 			restore:  fakeRestore(errors.New("disk full")),
 			wantErrs: []string{"disk full"},
 		},
 		{
 			name:     "snapshot hash does not verify",
-			snapshot: func(*testing.T) string { return corrupt },
-			restore:  embeddedetcd.RestoreSnapshot,
+			file:     func(*testing.T) string { return corrupt },
+			restore:  snapshot.RestoreMember,
 			wantErrs: []string{corrupt, "sha256"},
 		},
 		{
 			name:     "snapshot missing",
-			snapshot: func(t *testing.T) string { return filepath.Join(t.TempDir(), "missing.db") },
+			file:     func(t *testing.T) string { return filepath.Join(t.TempDir(), "missing.db") },
 			restore:  fakeRestore(nil),
 			wantErrs: []string{"missing.db does not exist", "snapshot list"},
 		},
 		{
 			name:     "snapshot is a directory",
-			snapshot: func(t *testing.T) string { return t.TempDir() },
+			file:     func(t *testing.T) string { return t.TempDir() },
 			restore:  fakeRestore(nil),
 			wantErrs: []string{"is not a file"},
 		},
 		{
-			name:     "control plane running",
-			snapshot: snapshotFile,
-			restore:  fakeRestore(nil),
+			name:    "control plane running",
+			file:    snapshotFile,
+			restore: fakeRestore(nil),
 			prepare: func(t *testing.T, dir string) func() {
 				lock, err := lockDataDir(dir)
 				if err != nil {
@@ -236,13 +224,13 @@ func TestRestoreSnapshotLeavesDataDirOnFailure(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := dataDirWithMember(t)
-			snapshot := tc.snapshot(t)
+			file := tc.file(t)
 			before := tree(t, dir)
 			undo := func() {}
 			if tc.prepare != nil {
 				undo = tc.prepare(t, dir)
 			}
-			_, err := restoreSnapshot(dir, snapshot, tc.restore, restoreTime)
+			_, err := restoreSnapshot(dir, file, tc.restore, restoreTime)
 			undo()
 			if err == nil {
 				t.Fatal("restore succeeded")
@@ -261,7 +249,7 @@ func TestRestoreSnapshotLeavesDataDirOnFailure(t *testing.T) {
 
 func TestRestoreSnapshotRefusesExternalEtcdDataDir(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"admin.kubeconfig": "kubeconfig", "pki/ca.crt": "ca"})
+	etcdtest.WriteFiles(t, dir, map[string]string{"admin.kubeconfig": "kubeconfig", "pki/ca.crt": "ca"})
 	before := tree(t, dir)
 	_, err := restoreSnapshot(dir, snapshotFile(t), fakeRestore(nil), restoreTime)
 	if err == nil {
@@ -307,7 +295,7 @@ func TestRestoreSnapshotNewDataDir(t *testing.T) {
 
 func TestRemoveReplacedEtcdData(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	etcdtest.WriteFiles(t, dir, map[string]string{
 		"etcd/member/snap/db":                              "running member",
 		"etcd.pre-restore-20261123T041836Z/member/snap/db": "replaced",
 		"etcd.pre-restore-20261123T041836Z-2/member/wal/w": "replaced again",
@@ -346,9 +334,9 @@ func TestRestoreSnapshotOfRealMember(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(socketDir) }) //nolint:errcheck
 	dir := t.TempDir()
 	cfg := embeddedetcd.Config{DataDir: filepath.Join(dir, "etcd"), SocketPath: filepath.Join(socketDir, "etcd.sock")}
-	member := startMember(t, cfg)
+	member := etcdtest.StartMember(t, cfg)
 	snapshots := t.TempDir()
-	path, status, err := embeddedetcd.SaveSnapshot(t.Context(), embeddedetcd.SnapshotSource{Endpoint: member.ClientURL()}, snapshots, func(embeddedetcd.SnapshotStatus) string { return "s.db" })
+	path, status, err := snapshot.Save(t.Context(), snapshot.Source{Endpoint: member.ClientURL()}, snapshots, func(snapshot.Status) string { return "s.db" })
 	if err != nil {
 		t.Fatalf("SaveSnapshot: %v", err)
 	}
@@ -361,26 +349,11 @@ func TestRestoreSnapshotOfRealMember(t *testing.T) {
 	if result.Snapshot != status {
 		t.Errorf("restored %+v, want the saved snapshot's status %+v", result.Snapshot, status)
 	}
-	startMember(t, cfg).Close()
+	etcdtest.StartMember(t, cfg).Close()
 	removeReplacedEtcdData(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&bytes.Buffer{}))), dir)
 	if _, err := os.Stat(result.ReplacedDir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("%s is still there after the start (%v)", result.ReplacedDir, err)
 	}
-}
-
-func startMember(t *testing.T, cfg embeddedetcd.Config) *embeddedetcd.Server {
-	t.Helper()
-	member, err := embeddedetcd.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(member.Close)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := member.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return member
 }
 
 // A restore killed between moving the old member aside and moving the
@@ -402,8 +375,8 @@ func TestInterruptedRestore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeFiles(t, dir, map[string]string{"admin.kubeconfig": "kubeconfig", "pki/ca.crt": "ca"})
-			writeFiles(t, dir, tc.left)
+			etcdtest.WriteFiles(t, dir, map[string]string{"admin.kubeconfig": "kubeconfig", "pki/ca.crt": "ca"})
+			etcdtest.WriteFiles(t, dir, tc.left)
 			before := tree(t, dir)
 
 			err := checkNoInterruptedRestore(dir)

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	_ "k8s.io/apiserver/pkg/storage/storagebackend/factory" // defines etcd3ClientLogger
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/logging/zaprepeats"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/zaprepeats"
 )
 
 // etcd3ClientLogger is k8s.io/apiserver's logger of every etcd client it

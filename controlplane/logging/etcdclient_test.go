@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/logging/zaprepeats"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/zaprepeats"
 )
 
 const (

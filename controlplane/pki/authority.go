@@ -24,7 +24,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/internal/atomicfile"
+	"sigs.k8s.io/sample-generic-controlplane/internal/atomicfile"
 )
 
 const (

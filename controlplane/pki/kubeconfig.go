@@ -11,7 +11,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/internal/atomicfile"
+	"sigs.k8s.io/sample-generic-controlplane/internal/atomicfile"
 )
 
 const (

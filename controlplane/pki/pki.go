@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/client-go/util/keyutil"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/internal/atomicfile"
+	"sigs.k8s.io/sample-generic-controlplane/internal/atomicfile"
 )
 
 // FrontProxyClientName is the common name of the certificate the aggregator

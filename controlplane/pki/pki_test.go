@@ -17,7 +17,7 @@ import (
 
 	certutil "k8s.io/client-go/util/cert"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/internal/atomicfile"
+	"sigs.k8s.io/sample-generic-controlplane/internal/atomicfile"
 )
 
 // testHosts are what the control plane passes for a loopback server with

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -22,13 +20,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	cliflag "k8s.io/component-base/cli/flag"
 	"sigs.k8s.io/yaml"
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned"
 	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/clientconfig"
 )
 
 // statusPending is shown for a claimed prefix the registry has not decided on.
@@ -124,32 +122,7 @@ var errRegistryTimeout = errors.New("--timeout passed")
 
 // restConfig loads --kubeconfig (RESTConfig).
 func (o *registryOptions) restConfig() (*rest.Config, error) {
-	return RESTConfig(o.kubeconfig)
-}
-
-// RESTConfig loads the kubeconfig as kubectl does: kubeconfig (the
-// --kubeconfig flag) when set, else $KUBECONFIG, else ~/.kube/config (and,
-// inside a pod, the pod's service account). Its errors name the flag and
-// what to write. The binary's other client commands (cluster) load theirs
-// with it too, so that every command finds the control plane alike.
-func RESTConfig(kubeconfig string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	switch {
-	case err == nil:
-		return config, nil
-	case kubeconfig != "":
-		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
-	case clientcmd.IsEmptyConfig(err):
-		where := ""
-		if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
-			where = " in " + clientcmd.RecommendedConfigPathEnvVar + "=" + env
-		}
-		return nil, fmt.Errorf("no kubeconfig%s: set --kubeconfig=FILE or KUBECONFIG, e.g. --kubeconfig=$HOME/.local/share/sample-generic-controlplane/admin.kubeconfig", where)
-	default:
-		return nil, fmt.Errorf("kubeconfig %s: %w", strings.Join(rules.GetLoadingPrecedence(), string(filepath.ListSeparator)), err)
-	}
+	return clientconfig.Load(o.kubeconfig)
 }
 
 // client is a client of the control plane the kubeconfig names, and that

@@ -10,7 +10,7 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdtls/etcdtlstest"
+	"sigs.k8s.io/sample-generic-controlplane/internal/externaltlstest"
 )
 
 // etcdMember is a member of an etcd cluster that a test runs in its own
@@ -21,7 +21,7 @@ type etcdMember struct {
 	config *embed.Config
 	etcd   *embed.Etcd
 	// creds are the TLS credentials of its cluster.
-	creds *etcdtlstest.Credentials
+	creds *externaltlstest.Credentials
 }
 
 // startEtcdCluster starts an etcd cluster of n members under dir and
@@ -29,7 +29,7 @@ type etcdMember struct {
 func startEtcdCluster(t *testing.T, n int) []*etcdMember {
 	t.Helper()
 	dir := t.TempDir()
-	creds, err := etcdtlstest.NewCredentials(filepath.Join(dir, "tls"))
+	creds, err := externaltlstest.NewCredentials(filepath.Join(dir, "tls"))
 	if err != nil {
 		t.Fatal(err)
 	}

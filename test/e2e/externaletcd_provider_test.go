@@ -16,8 +16,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdtls"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdtls/etcdtlstest"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/externaltls"
+	"sigs.k8s.io/sample-generic-controlplane/internal/externaltlstest"
 )
 
 // externalEtcdProvider runs a control plane the way users run it on more
@@ -57,7 +57,7 @@ func (p *externalEtcdProvider) Can(a Action) bool {
 type etcdCluster struct {
 	members []*etcdProcess
 	// creds are the cluster's TLS credentials.
-	creds *etcdtlstest.Credentials
+	creds *externaltlstest.Credentials
 }
 
 // etcdProcess is one member of an etcdCluster.
@@ -186,12 +186,12 @@ func (p *externalEtcdProvider) member(c *Cluster, i int) (*etcdProcess, error) {
 // startEtcd starts p.members etcd processes under dir as one new cluster
 // and returns once each serves clients.
 func (p *externalEtcdProvider) startEtcd(ctx context.Context, dir string) (*etcdCluster, error) {
-	creds, err := etcdtlstest.NewCredentials(filepath.Join(dir, "tls"))
+	creds, err := externaltlstest.NewCredentials(filepath.Join(dir, "tls"))
 	if err != nil {
 		return nil, err
 	}
 	etcd := &etcdCluster{creds: creds}
-	tlsConfig, err := etcdtls.Files{CAFile: creds.CAFile, CertFile: creds.ClientCertFile, KeyFile: creds.ClientKeyFile}.ClientConfig()
+	tlsConfig, err := externaltls.Files{CAFile: creds.CAFile, CertFile: creds.ClientCertFile, KeyFile: creds.ClientKeyFile}.ClientConfig()
 	if err != nil {
 		return nil, err
 	}

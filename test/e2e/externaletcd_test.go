@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdtls/etcdtlstest"
+	"sigs.k8s.io/sample-generic-controlplane/internal/externaltlstest"
 )
 
 // etcdTLSFailFast bounds a start whose TLS to etcd cannot work. Upstream's
@@ -45,7 +45,7 @@ func TestExternalEtcdSnapshotSave(t *testing.T) {
 func TestExternalEtcdTLSFailsFast(t *testing.T) {
 	forEveryProvider(t, func(t *testing.T, p Provider) {
 		_, etcd := sharedEtcdOn(t, p)
-		foreign, err := etcdtlstest.NewCredentials(t.TempDir())
+		foreign, err := externaltlstest.NewCredentials(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,3 +80,58 @@ func bothServe(t *testing.T, servers []*Cluster) {
 
 // writtenThrough names the ConfigMap bothServe writes through server i.
 func writtenThrough(i int) string { return fmt.Sprintf("written-through-replica-%d", i) }
+
+// A start that joins checks everything local before it asks the cluster
+// for its member: a port in use (the API's, or the member's peer port) or a
+// flag that upstream's validation refuses ends the start with the cluster
+// untouched. No learner is left behind, and the token, single-use, is not
+// used: the server joins with it once the flags are right.
+func TestJoinChecksLocallyFirst(t *testing.T) {
+	p := joined()
+	dir := t.TempDir()
+	first := startServerOf(t, p, dir, 0, "--cluster-init")
+	token := createToken(t, first, time.Hour, true)
+	ip := serverAddress(1)
+	busy := func(t *testing.T) string {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() }) //nolint:errcheck
+		return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, tc := range []struct {
+		name  string
+		flags func(t *testing.T) []string
+		want  string
+	}{
+		{name: "the API port in use", flags: func(t *testing.T) []string { return []string{"--secure-port=" + busy(t)} }, want: "--secure-port"},
+		{name: "the peer port in use", flags: func(t *testing.T) []string { return []string{"--etcd-peer-port=" + busy(t)} }, want: "--etcd-peer-port"},
+		{name: "a group upstream does not know", flags: func(*testing.T) []string { return []string{"--runtime-config=nosuch.example.com/v1=true"} }, want: "nosuch.example.com"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			flags := append(joinFlags(first, token), tc.flags(t)...)
+			exit := startServerExpectingFailure(t, p, Spec{WorkDir: filepath.Join(dir, "failed")}, 1, flags)
+			if !strings.Contains(exit.Stderr, tc.want) {
+				t.Errorf("the start failed without naming %s:\n%s", tc.want, tail(exit.Stderr, logTailLines))
+			}
+			if strings.Contains(exit.Stderr, "Joined the cluster") {
+				t.Errorf("the start joined the cluster before it failed:\n%s", tail(exit.Stderr, logTailLines))
+			}
+			if members := clusterMembers(t, first); len(members) != 1 {
+				t.Errorf("after the failed start, cluster members lists %+v; want the first server's member alone", members)
+			}
+		})
+	}
+
+	second := startServerOf(t, p, filepath.Join(dir, "failed"), 1, joinFlags(first, token)...)
+	members := clusterMembers(t, first)
+	if len(members) != 2 || memberAt(members, peerURLOf(second)) == nil {
+		t.Fatalf("after the join with the unused token, cluster members lists %+v; want both servers' members", members)
+	}
+	for _, m := range members {
+		if m.Learner {
+			t.Errorf("member %s is still a learner once its server is ready", m.Name)
+		}
+	}
+}

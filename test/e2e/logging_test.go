@@ -11,9 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// maxQuietLines is how many lines a normal start and stop may write to
-// stderr at the default verbosity, besides the ready banner on stdout.
-const maxQuietLines = 15
+// readyLines are the lines a normal start writes at the default verbosity:
+// the ready banner on stdout, and nothing on stderr.
+var readyLines = []*regexp.Regexp{
+	regexp.MustCompile(`^sample-generic-controlplane is ready \(\d+(\.\d+)?m?s\)$`),
+	regexp.MustCompile(`^  API server: https://`),
+	regexp.MustCompile(`^  data dir: `),
+	regexp.MustCompile(`^  export KUBECONFIG=.*admin\.kubeconfig$`),
+}
 
 // warningOrError matches a warning or error line of klog's text format
 // ("W1122 23:32:49.016244 ..."), of the embedded etcd's console format
@@ -21,9 +26,9 @@ const maxQuietLines = 15
 var warningOrError = regexp.MustCompile(`^[WEF]\d{4} |\t(warn|error|dpanic|panic|fatal)\t|"level":"(warn|error)"`)
 
 // A normal start on a fresh data dir prints the ready banner on stdout and
-// at most a few lines on stderr, none a warning or an error, up to the
-// controllers' first work; the stop adds the line that says it stops. -v=2
-// brings back the detail of the libraries.
+// nothing else, up to the controllers' first work: no line on stderr, so
+// none a warning or an error either; the stop adds the line that says it
+// stops. -v=2 brings back the detail of the libraries.
 //
 // What the stop itself logs is not checked for warnings: a stop while the
 // controllers still work through their start-up queues interrupts their
@@ -36,11 +41,17 @@ func TestQuietStartAndStop(t *testing.T) {
 	if err := provider.Stop(t.Context(), c); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	if stdout := readFile(t, c.StdoutPath); !strings.Contains(stdout, "sample-generic-controlplane is ready") {
-		t.Errorf("stdout (%s) lacks the ready banner:\n%s", c.StdoutPath, stdout)
+	stdout := logLines(readFile(t, c.StdoutPath))
+	if len(stdout) != len(readyLines) {
+		t.Errorf("a start wrote %d lines to stdout (%s), want the %d of the ready banner:\n%s", len(stdout), c.StdoutPath, len(readyLines), strings.Join(stdout, "\n"))
 	}
-	if len(started) > maxQuietLines {
-		t.Errorf("a start wrote %d lines to stderr (%s), want at most %d; the first ones:\n%s", len(started), c.StderrPath, maxQuietLines, strings.Join(started[:min(len(started), logTailLines)], "\n"))
+	for i, line := range stdout[:min(len(stdout), len(readyLines))] {
+		if !readyLines[i].MatchString(line) {
+			t.Errorf("line %d of stdout is %q, want one matching %s", i+1, line, readyLines[i])
+		}
+	}
+	if len(started) > 0 {
+		t.Errorf("a start wrote %d lines to stderr (%s), want none; the first ones:\n%s", len(started), c.StderrPath, strings.Join(started[:min(len(started), logTailLines)], "\n"))
 	}
 	for _, line := range started {
 		if warningOrError.MatchString(line) {

@@ -184,7 +184,7 @@ func startFixtureEtcd(t *testing.T, dataDir string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(socketDir) }) //nolint:errcheck // best effort
-	etcd, err := embeddedetcd.Start(embeddedetcd.Config{DataDir: dataDir, SocketPath: filepath.Join(socketDir, "run", "etcd.sock")})
+	etcd, err := embeddedetcd.Start(t.Context(), embeddedetcd.Config{DataDir: dataDir, SocketPath: filepath.Join(socketDir, "run", "etcd.sock")})
 	if err != nil {
 		t.Fatalf("starting the aggregated server's etcd: %v", err)
 	}

@@ -23,7 +23,7 @@ const (
 	// writesAround is how many writes each side of the snapshot must be
 	// acknowledged, so that the test proves something both ways.
 	writesAround = 20
-	// restoreBump is embeddedetcd.RestoreRevisionBump, as users see it.
+	// restoreBump is snapshot.RestoreRevisionBump, as users see it.
 	restoreBump = 1_000_000_000
 	// restoredLine is what the first start after a restore logs.
 	restoredLine = "Removed the etcd data that a snapshot restore replaced"

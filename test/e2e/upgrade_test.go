@@ -245,7 +245,7 @@ func storedValue(t *testing.T, dataDir, key string) []byte {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(socketDir) //nolint:errcheck // best effort
-	etcd, err := embeddedetcd.Start(embeddedetcd.Config{DataDir: filepath.Join(dataDir, "etcd"), SocketPath: filepath.Join(socketDir, "etcd.sock")})
+	etcd, err := embeddedetcd.Start(t.Context(), embeddedetcd.Config{DataDir: filepath.Join(dataDir, "etcd"), SocketPath: filepath.Join(socketDir, "etcd.sock")})
 	if err != nil {
 		t.Fatalf("starting the data dir's etcd: %v", err)
 	}

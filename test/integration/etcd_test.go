@@ -21,7 +21,7 @@ import (
 func startEtcd(t *testing.T) string {
 	t.Helper()
 	socket := filepath.Join(shortTempDir(t), "etcd.sock")
-	etcd, err := embeddedetcd.Start(embeddedetcd.Config{DataDir: t.TempDir(), SocketPath: socket})
+	etcd, err := embeddedetcd.Start(t.Context(), embeddedetcd.Config{DataDir: t.TempDir(), SocketPath: socket})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdmaintenance"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/maintenance"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
@@ -94,7 +94,7 @@ func TestFullEtcdDatabase(t *testing.T) {
 // checkSpaceOften is the binary's control plane checking etcd's space 10
 // times as often: the test waits for each check.
 func checkSpaceOften(o *controlplane.Options) error {
-	o.EtcdSpaceCheckInterval = etcdmaintenance.DefaultSpaceInterval / 10
+	o.EtcdSpaceCheckInterval = maintenance.DefaultSpaceInterval / 10
 	return kana.Install(o)
 }
 

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdtls/etcdtlstest"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/internal/externaltlstest"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
@@ -23,15 +23,15 @@ const etcdTLSFailFast = 10 * time.Second
 // serves with --etcd-cafile, --etcd-certfile and --etcd-keyfile right, and
 // with one of them wrong fails at once, naming it.
 func TestExternalEtcdTLS(t *testing.T) {
-	creds, err := etcdtlstest.NewCredentials(t.TempDir())
+	creds, err := externaltlstest.NewCredentials(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign, err := etcdtlstest.NewCredentials(t.TempDir())
+	foreign, err := externaltlstest.NewCredentials(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	member := etcdtlstest.StartMember(t, creds)
+	member := externaltlstest.StartMember(t, creds)
 	servers := "--etcd-servers=" + member
 
 	s := cptesting.StartTestServer(t, cptesting.Options{Customize: kana.Install, Flags: append([]string{servers}, creds.ClientFlags()...)})

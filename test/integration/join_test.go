@@ -3,8 +3,11 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,12 +16,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdcluster"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/jointoken"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster/jointoken"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
 	"sigs.k8s.io/sample-generic-controlplane/test/internal/controllerslease"
 )
@@ -77,11 +82,11 @@ func TestServersOnTheLibraryJoinOneCluster(t *testing.T) {
 		t.Errorf("the first server's admin certificate on the second: %v", err)
 	}
 
-	raw, err := firstClient.Discovery().RESTClient().Get().AbsPath(etcdcluster.MembersPath).DoRaw(ctx)
+	raw, err := firstClient.Discovery().RESTClient().Get().AbsPath(cluster.MembersPath).DoRaw(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var members []etcdcluster.MemberStatus
+	var members []cluster.MemberStatus
 	if err := json.Unmarshal(raw, &members); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +112,7 @@ func TestServersOnTheLibraryJoinOneCluster(t *testing.T) {
 	}
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var code int
-		firstClient.Discovery().RESTClient().Delete().AbsPath(etcdcluster.MembersPath, secondName).Do(ctx).StatusCode(&code)
+		firstClient.Discovery().RESTClient().Delete().AbsPath(cluster.MembersPath, secondName).Do(ctx).StatusCode(&code)
 		return code == http.StatusOK, nil
 	})
 	if err != nil {
@@ -126,5 +131,71 @@ func TestServersOnTheLibraryJoinOneCluster(t *testing.T) {
 	}
 	if err := first.Stop(); err != nil {
 		t.Errorf("stopping the first server: %v", err)
+	}
+}
+
+// A start that fails after its join (here: its configuration is refused
+// once etcd has started, as a distribution's wrong Resources are) takes its
+// member back out of the cluster before it returns, and says so; the data
+// dir is left as before the join, so that the server joins with a new
+// token once the configuration is right.
+func TestFailedStartTakesItsMemberBackOut(t *testing.T) {
+	ctx := t.Context()
+	first, err := cptesting.Start(ctx, t.TempDir, cptesting.Options{Flags: []string{"--cluster-init", "--etcd-peer-port=" + freePort(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Stop() //nolint:errcheck // a test server
+	firstClient := kubernetes.NewForConfigOrDie(first.ClientConfig)
+	tokens := jointoken.NewStore(firstClient)
+	caHash := jointoken.CAHash(first.Server.PKI().CA.Cert)
+	newToken := func() string {
+		token, _, err := tokens.Create(ctx, caHash, jointoken.CreateOptions{TTL: time.Minute, SingleUse: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return token.String()
+	}
+	members := func() []cluster.MemberStatus {
+		t.Helper()
+		list, err := cluster.NewMembersClient(first.ClientConfig).List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list
+	}
+
+	dataDir := t.TempDir()
+	joinFlags := func(token string) []string {
+		return []string{"--join=" + first.Server.URL(), "--token=" + token, "--etcd-peer-port=" + freePort(t)}
+	}
+	_, err = cptesting.Start(ctx, t.TempDir, cptesting.Options{DataDir: dataDir, Flags: joinFlags(newToken()),
+		Customize: func(o *controlplane.Options) error {
+			o.Resources = func() *serverstorage.ResourceConfig {
+				r := controlplane.DefaultResources()
+				r.DisableResources(corev1.SchemeGroupVersion.WithResource("secrets"))
+				return r
+			}
+			return nil
+		}})
+	if err == nil || !strings.Contains(err.Error(), "the API server itself needs secrets.v1") || !strings.Contains(err.Error(), "was taken back out") {
+		t.Fatalf("a start refused after its join: %v; want the refusal, and that the member was taken back out", err)
+	}
+	if list := members(); len(list) != 1 {
+		t.Errorf("after the failed start, the members are %+v; want the first server's alone", list)
+	}
+	for _, name := range []string{"etcd", "etcd-member.json"} {
+		if _, err := os.Stat(filepath.Join(dataDir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the failed start left %s in the data dir (%v)", name, err)
+		}
+	}
+
+	second, err := cptesting.Start(ctx, t.TempDir, cptesting.Options{DataDir: dataDir, Flags: joinFlags(newToken())})
+	if err != nil {
+		t.Fatalf("joining again on the same data dir, with a new token: %v", err)
+	}
+	defer second.Stop() //nolint:errcheck // a test server
+	if list := members(); len(list) != 2 {
+		t.Errorf("after the second join, the members are %+v; want two", list)
 	}
 }

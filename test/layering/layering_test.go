@@ -1,5 +1,7 @@
-// Package layering checks the import rules of DESIGN.md: consumers of our
-// API must never pull in k8s.io/kubernetes.
+// Package layering checks the import rules of docs/architecture.md
+// ("Layers", "Modules"): consumers of our API must never pull in
+// k8s.io/kubernetes; the generic layer knows nothing of KANA; etcd's home,
+// embedded-etcd/, imports nothing of the control plane above it.
 //
 // apis/, client/ and testenv/ are modules of their own, so the rule is structural: their
 // go.mod files do not require k8s.io/kubernetes, and an import of it, in code

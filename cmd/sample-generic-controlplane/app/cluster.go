@@ -12,13 +12,10 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	cliflag "k8s.io/component-base/cli/flag"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdcluster"
-	"sigs.k8s.io/sample-generic-controlplane/kana/registrycli"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/clientconfig"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster"
 )
 
 // newClusterCommand shows and changes the membership of the etcd cluster
@@ -56,19 +53,6 @@ func (o *clusterOptions) validate() error {
 		return errors.New("--timeout must be positive; write e.g. --timeout=30s")
 	}
 	return nil
-}
-
-// membersClient is a REST client of the control plane config names, for
-// etcdcluster.MembersPath (a non-resource URL).
-func membersClient(config *rest.Config) (*rest.RESTClient, error) {
-	config = rest.CopyConfig(config)
-	// Decodes the metav1.Status of the server's errors.
-	config.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-	client, err := rest.UnversionedRESTClientFor(config)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
-	}
-	return client, nil
 }
 
 const (
@@ -113,30 +97,18 @@ JSON array, with each member's API server and last report.`,
 	return cmd
 }
 
-func (o *clusterOptions) list(ctx context.Context) ([]etcdcluster.MemberStatus, error) {
-	config, err := registrycli.RESTConfig(o.kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	client, err := membersClient(config)
+func (o *clusterOptions) list(ctx context.Context) ([]cluster.MemberStatus, error) {
+	config, err := clientconfig.Load(o.kubeconfig)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	body, err := client.Get().AbsPath(etcdcluster.MembersPath).Do(ctx).Raw()
-	if err != nil {
-		return nil, fmt.Errorf("listing the etcd members through %s: %w", config.Host, err)
-	}
-	var members []etcdcluster.MemberStatus
-	if err := json.Unmarshal(body, &members); err != nil {
-		return nil, fmt.Errorf("listing the etcd members through %s: the answer is not a list of members: %w", config.Host, err)
-	}
-	return members, nil
+	return cluster.NewMembersClient(config).List(ctx)
 }
 
 // printMembers writes the members as a table.
-func printMembers(w io.Writer, members []etcdcluster.MemberStatus) error {
+func printMembers(w io.Writer, members []cluster.MemberStatus) error {
 	tw := tabwriter.NewWriter(w, 10, 4, 3, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tID\tPEER URL\tROLE\tLEADER\tHEALTHY\tDB SIZE\tMESSAGE")
 	for _, m := range members {
@@ -157,9 +129,9 @@ func printMembers(w io.Writer, members []etcdcluster.MemberStatus) error {
 
 // printMembersJSON writes the members as an indented JSON array; [] when
 // there are none.
-func printMembersJSON(w io.Writer, members []etcdcluster.MemberStatus) error {
+func printMembersJSON(w io.Writer, members []cluster.MemberStatus) error {
 	if members == nil {
-		members = []etcdcluster.MemberStatus{}
+		members = []cluster.MemberStatus{}
 	}
 	data, err := json.MarshalIndent(members, "", "  ")
 	if err != nil {
@@ -201,68 +173,19 @@ leader's API server, with the same credentials.`,
 }
 
 func (o *clusterOptions) remove(ctx context.Context, out, errOut io.Writer, name string, force bool) error {
-	config, err := registrycli.RESTConfig(o.kubeconfig)
+	config, err := clientconfig.Load(o.kubeconfig)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	err = removeMember(ctx, config, name, force)
-	leaderURL, notLeader := leaderAPIServer(err)
-	if notLeader && leaderURL != "" && (config.Insecure || (len(config.CAData) == 0 && config.CAFile == "")) {
-		// The URL comes from a status report any writer of Leases in
-		// kube-system could have set: send credentials there only to a
-		// server the cluster's CA vouches for.
-		return fmt.Errorf("%s is the etcd leader; only its control plane (%s) can hand leadership over first, and the kubeconfig does not verify servers against a CA, so its credentials are not sent there: run the command with that server's kubeconfig", name, leaderURL)
+	leader, err := cluster.NewMembersClient(config).Remove(ctx, name, force)
+	if leader != "" {
+		fmt.Fprintf(errOut, "%s is the etcd leader; only its control plane can hand leadership over first: retrying through %s\n", name, leader)
 	}
-	if notLeader && leaderURL != "" {
-		// Admin credentials are valid on every server of the cluster:
-		// they share the CA, which the kubeconfig verifies the leader's
-		// server against.
-		fmt.Fprintf(errOut, "%s is the etcd leader; only its control plane can hand leadership over first: retrying through %s\n", name, leaderURL)
-		leader := rest.CopyConfig(config)
-		leader.Host = leaderURL
-		leader.TLSClientConfig.ServerName = ""
-		config = leader
-		err = removeMember(ctx, config, name, force)
-		if _, again := leaderAPIServer(err); again {
-			return fmt.Errorf("%s is no longer the leader's: leadership moved meanwhile; run the command again", leaderURL)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", config.Host, err)
-	}
-	fmt.Fprintf(out, "member %s removed\n", name)
-	return nil
-}
-
-// removeMember asks the control plane config names to remove member name.
-func removeMember(ctx context.Context, config *rest.Config, name string, force bool) error {
-	client, err := membersClient(config)
 	if err != nil {
 		return err
 	}
-	req := client.Delete().AbsPath(etcdcluster.MembersPath, name)
-	if force {
-		req = req.Param("force", "true")
-	}
-	return req.Do(ctx).Error()
-}
-
-// leaderAPIServer says whether err is the server's answer that the member
-// is the leader and the server's member is not, and where the leader's API
-// server is.
-func leaderAPIServer(err error) (string, bool) {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) || status.Status().Reason != etcdcluster.StatusReasonNotLeader {
-		return "", false
-	}
-	if d := status.Status().Details; d != nil {
-		for _, c := range d.Causes {
-			if c.Type == etcdcluster.CauseTypeLeaderAPIServerURL {
-				return c.Message, true
-			}
-		}
-	}
-	return "", true
+	fmt.Fprintf(out, "member %s removed\n", name)
+	return nil
 }

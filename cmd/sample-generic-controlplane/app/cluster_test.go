@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdcluster"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster"
 )
 
 func TestClusterArguments(t *testing.T) {
@@ -53,7 +53,7 @@ func TestClusterArguments(t *testing.T) {
 }
 
 func TestPrintMembers(t *testing.T) {
-	members := []etcdcluster.MemberStatus{
+	members := []cluster.MemberStatus{
 		{Name: "host-1a2b3c4d", ID: "8e9e05c52164694d", PeerURLs: []string{"https://10.0.0.1:2380"}, Leader: true, Healthy: true, DBSize: 25 << 20},
 		{Name: "host-5e6f7a8b", ID: "91bc3c398fb3c146", PeerURLs: []string{"https://10.0.0.2:2380"}, Message: "no status report for 45s", DBSize: 24 << 20},
 		{ID: "fd422379fda50e48", PeerURLs: []string{"https://10.0.0.3:2380"}, Learner: true, Message: "added to the cluster, not started yet"},
@@ -77,7 +77,7 @@ host-5e6f7a8b   91bc3c398fb3c146   https://10.0.0.2:2380   voter               f
 	}
 }
 
-// fakeServer is an API server's answers at etcdcluster.MembersPath.
+// fakeServer is an API server's answers at cluster.MembersPath.
 type fakeServer struct {
 	*httptest.Server
 	mu sync.Mutex
@@ -118,9 +118,9 @@ func writeStatus(w http.ResponseWriter, code int, status metav1.Status) {
 func notLeader(leaderURL string) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		writeStatus(w, http.StatusMisdirectedRequest, metav1.Status{
-			Status: metav1.StatusFailure, Reason: etcdcluster.StatusReasonNotLeader,
+			Status: metav1.StatusFailure, Reason: cluster.StatusReasonNotLeader,
 			Message: "member host-1 is the etcd leader and the local member is not",
-			Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: etcdcluster.CauseTypeLeaderAPIServerURL, Message: leaderURL}}},
+			Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: cluster.CauseTypeLeaderAPIServerURL, Message: leaderURL}}},
 		})
 	}
 }
@@ -145,7 +145,7 @@ func kubeconfigFor(t *testing.T, server *fakeServer) string {
 }
 
 func TestClusterRemoveRetriesAtTheLeader(t *testing.T) {
-	const path = etcdcluster.MembersPath + "/host-1?force=true Bearer secret"
+	const path = cluster.MembersPath + "/host-1?force=true Bearer secret"
 	cases := []struct {
 		name string
 		// leader answers at the leader's URL.
@@ -187,7 +187,7 @@ func TestClusterRemoveRetriesAtTheLeader(t *testing.T) {
 }
 
 func TestClusterMembers(t *testing.T) {
-	members := []etcdcluster.MemberStatus{
+	members := []cluster.MemberStatus{
 		{Name: "host-1", ID: "1", PeerURLs: []string{"https://10.0.0.1:2380"}, Leader: true, Healthy: true, DBSize: 1 << 20,
 			APIServerURL: "https://10.0.0.1:6443", LastReport: &metav1.Time{Time: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}},
 	}
@@ -208,11 +208,11 @@ func TestClusterMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []etcdcluster.MemberStatus
+	var got []cluster.MemberStatus
 	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 || got[0].APIServerURL != "https://10.0.0.1:6443" || !got[0].LastReport.Equal(members[0].LastReport) {
 		t.Errorf("-o json: %s (%v), want the member with its API server and last report", out, err)
 	}
-	if got := server.got(); len(got) != 2 || got[0] != "GET "+etcdcluster.MembersPath+" Bearer secret" {
-		t.Errorf("requests %q, want GET %s with the kubeconfig's credentials", got, etcdcluster.MembersPath)
+	if got := server.got(); len(got) != 2 || got[0] != "GET "+cluster.MembersPath+" Bearer secret" {
+		t.Errorf("requests %q, want GET %s with the kubeconfig's credentials", got, cluster.MembersPath)
 	}
 }

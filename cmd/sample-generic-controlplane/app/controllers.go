@@ -10,16 +10,17 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	cliflag "k8s.io/component-base/cli/flag"
 
+	"sigs.k8s.io/sample-generic-controlplane/controllers/controller"
 	"sigs.k8s.io/sample-generic-controlplane/controllers/manager"
-	"sigs.k8s.io/sample-generic-controlplane/kana"
 )
 
 // newControllersCommand runs only the controllers, against a control plane
-// elsewhere, as kube-controller-manager would (hyperkube-style).
-func newControllersCommand() *cobra.Command {
+// elsewhere, as kube-controller-manager would (hyperkube-style): the generic
+// ones and added, those the composition adds (root.go: KANA's).
+func newControllersCommand(added ...controller.Descriptor) *cobra.Command {
 	opts := manager.NewOptions()
 	// Fails only on a programming error (a name taken twice).
-	utilruntime.Must(opts.AddControllers(kana.Controllers()...))
+	utilruntime.Must(opts.AddControllers(added...))
 	var kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "controllers --kubeconfig=FILE",

@@ -14,9 +14,9 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/datadir"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdmaintenance"
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdtls"
-	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/etcdclient"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/externaltls"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/maintenance"
 )
 
 // newEtcdCommand looks after the control plane's etcd as etcdctl's
@@ -84,10 +84,6 @@ const (
 	etcdMaintenanceTimeout = 10 * time.Minute
 )
 
-// maxRequestBytes is etcd's default --max-request-bytes: a member whose
-// database is within it of the quota raises NOSPACE at the next large write.
-const maxRequestBytes = 3 << 19
-
 // connect returns a client of the members, once one of them answered.
 func (o *etcdTarget) connect(ctx context.Context) (*clientv3.Client, error) {
 	endpoints, err := o.endpoints()
@@ -97,18 +93,18 @@ func (o *etcdTarget) connect(ctx context.Context) (*clientv3.Client, error) {
 	if err := o.checkTLS(ctx, endpoints); err != nil {
 		return nil, err
 	}
-	cfg, err := embeddedetcd.ClientConfig(endpoints, o.caFile, o.certFile, o.keyFile)
+	cfg, err := etcdclient.Config(endpoints, o.caFile, o.certFile, o.keyFile)
 	if err != nil {
 		return nil, err
 	}
-	return embeddedetcd.Connect(ctx, cfg)
+	return etcdclient.Connect(ctx, cfg)
 }
 
 // checkTLS names the flag to fix when the TLS files cannot reach the
-// members at endpoints (etcdtls.Check), rather than report them as
+// members at endpoints (externaltls.Check), rather than report them as
 // members that did not answer.
 func (o *etcdTarget) checkTLS(ctx context.Context, endpoints []string) error {
-	return etcdtls.Check(ctx, endpoints, etcdtls.Files{CAFile: o.caFile, CertFile: o.certFile, KeyFile: o.keyFile})
+	return externaltls.Check(ctx, endpoints, externaltls.Files{CAFile: o.caFile, CertFile: o.certFile, KeyFile: o.keyFile})
 }
 
 // newEtcdClientCommand is a command of the etcd group: it takes the
@@ -142,7 +138,7 @@ alarms. A database reaching its quota raises the NOSPACE alarm, and etcd refuses
 is disarmed. The peers of an embedded member listen on sockets on their own machines: run the
 command there for their sizes.`,
 	}, "show", etcdRequestTimeout, func(ctx context.Context, cmd *cobra.Command, client *clientv3.Client) error {
-		st, err := etcdmaintenance.GetStatus(ctx, client)
+		st, err := maintenance.GetStatus(ctx, client)
 		if st == nil {
 			return err
 		}
@@ -153,7 +149,7 @@ command there for their sizes.`,
 	})
 }
 
-func printEtcdStatus(out io.Writer, st *etcdmaintenance.Status) error {
+func printEtcdStatus(out io.Writer, st *maintenance.Status) error {
 	w := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
 	fmt.Fprintln(w, "MEMBER\tID\tROLE\tLEADER\tVERSION\tDB SIZE\tIN USE\tQUOTA\tENDPOINT")
 	for _, m := range st.Members {
@@ -192,7 +188,7 @@ func printEtcdStatus(out io.Writer, st *etcdmaintenance.Status) error {
 	return printAlarms(out, st.Alarms)
 }
 
-func printAlarms(out io.Writer, alarms []etcdmaintenance.Alarm) error {
+func printAlarms(out io.Writer, alarms []maintenance.Alarm) error {
 	if len(alarms) == 0 {
 		fmt.Fprintln(out, "Alarms:   none")
 		return nil
@@ -203,7 +199,7 @@ func printAlarms(out io.Writer, alarms []etcdmaintenance.Alarm) error {
 	}
 	fmt.Fprintf(out, "Alarms:   %s\n", strings.Join(names, ", "))
 	for _, a := range alarms {
-		if a.Type == etcdmaintenance.NoSpace {
+		if a.Type == maintenance.NoSpace {
 			fmt.Fprintln(out, `          NOSPACE: the database reached its quota and etcd refuses writes. Delete what you no
           longer need, then "etcd compact", "etcd defrag" and "etcd alarm disarm"; the control
           plane does it on its own for its embedded member once the data in use is under 80%
@@ -227,7 +223,7 @@ file; "etcd defrag" gives it back to the filesystem.
 Needed by hand when the NOSPACE alarm is raised on an external cluster: the API servers'
 compaction is a write, which the alarm refuses.`,
 	}, "compact", etcdMaintenanceTimeout, func(ctx context.Context, cmd *cobra.Command, client *clientv3.Client) error {
-		rev, err := etcdmaintenance.Compact(ctx, client)
+		rev, err := maintenance.Compact(ctx, client)
 		if err != nil {
 			return err
 		}
@@ -255,7 +251,7 @@ it starts with more than half of the file free, and when it recovers from a full
 			if err != nil {
 				return fmt.Errorf("etcd at %s: %w", endpoint, err)
 			}
-			if err := etcdmaintenance.Defragment(ctx, client, endpoint); err != nil {
+			if err := maintenance.Defragment(ctx, client, endpoint); err != nil {
 				return err
 			}
 			after, err := client.Status(ctx, endpoint)
@@ -274,7 +270,7 @@ func newEtcdAlarmListCommand() *cobra.Command {
 		Use:   "list [--data-dir=DIR | --etcd-servers=URL,...]",
 		Short: "List etcd's active alarms",
 	}, "ask", etcdRequestTimeout, func(ctx context.Context, cmd *cobra.Command, client *clientv3.Client) error {
-		st, err := etcdmaintenance.GetStatus(ctx, client)
+		st, err := maintenance.GetStatus(ctx, client)
 		if st == nil {
 			return err
 		}
@@ -291,7 +287,7 @@ while a member's database is still over its quota is raised again by the next wr
 what you no longer need, "etcd compact" and "etcd defrag" first. The command refuses to disarm
 a NOSPACE alarm while a member it reaches is still over its quota.`,
 	}, "disarm", etcdRequestTimeout, func(ctx context.Context, cmd *cobra.Command, client *clientv3.Client) error {
-		st, err := etcdmaintenance.GetStatus(ctx, client)
+		st, err := maintenance.GetStatus(ctx, client)
 		if st == nil {
 			return err
 		}
@@ -299,13 +295,10 @@ a NOSPACE alarm while a member it reaches is still over its quota.`,
 			fmt.Fprintln(cmd.OutOrStdout(), "No alarms to disarm")
 			return nil
 		}
-		for _, m := range st.Members {
-			if m.Reached() && m.Quota > 0 && m.DBSize+maxRequestBytes >= m.Quota && len(st.AlarmsOf(etcdmaintenance.NoSpace)) > 0 {
-				return fmt.Errorf("member %s's database (%s) is still at its quota (%s, less the %s of the largest write): the next write would raise the NOSPACE alarm again. Delete what you no longer need, then run \"etcd compact\" and \"etcd defrag\", and disarm after",
-					m.DisplayName(), humanize.IBytes(uint64(m.DBSize)), humanize.IBytes(uint64(m.Quota)), humanize.IBytes(maxRequestBytes))
-			}
+		if err := maintenance.SafeToDisarm(st); err != nil {
+			return err
 		}
-		if err := etcdmaintenance.Disarm(ctx, client, st.Alarms); err != nil {
+		if err := maintenance.Disarm(ctx, client, st.Alarms); err != nil {
 			return err
 		}
 		for _, a := range st.Alarms {

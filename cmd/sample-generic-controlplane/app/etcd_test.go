@@ -14,6 +14,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/etcdclient"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/etcdtest"
 )
 
 func TestEtcdCommandsRefuseWhatIsNotOurs(t *testing.T) {
@@ -67,15 +69,8 @@ func TestEtcdCommands(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dataDir, "pki"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	member, err := embeddedetcd.Start(embeddedetcd.Config{DataDir: filepath.Join(dataDir, "etcd"), SocketPath: filepath.Join(dataDir, "run", "etcd.sock"), QuotaBackendBytes: quota})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(member.Close)
-	if err := member.WaitReady(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := embeddedetcd.ClientConfig([]string{member.ClientURL()}, "", "", "")
+	member := etcdtest.StartMember(t, embeddedetcd.Config{DataDir: filepath.Join(dataDir, "etcd"), SocketPath: filepath.Join(dataDir, "run", "etcd.sock"), QuotaBackendBytes: quota})
+	cfg, err := etcdclient.Config([]string{member.ClientURL()}, "", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ an admin kubeconfig that it prints when ready.`,
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
 
-	cmd.AddCommand(newVersionCommand(), newControllersCommand(), registrycli.NewCommand(), newSnapshotCommand(), newEtcdCommand(), newTokenCommand(), newClusterCommand(), newKubeconfigCommand())
+	cmd.AddCommand(newVersionCommand(), newControllersCommand(kana.Controllers()...), registrycli.NewCommand(), newSnapshotCommand(), newEtcdCommand(), newTokenCommand(), newClusterCommand(), newKubeconfigCommand())
 	// The flag-set help prints no commands; list them with the description.
 	cmd.Long += "\n\nCommands:"
 	for _, sub := range cmd.Commands() {

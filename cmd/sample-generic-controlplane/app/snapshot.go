@@ -15,7 +15,7 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/datadir"
-	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/snapshot"
 )
 
 // newSnapshotCommand saves, lists and restores snapshots of a control
@@ -55,15 +55,15 @@ type snapshotSaveOptions struct {
 }
 
 // source is the etcd member to take the snapshot from.
-func (o *snapshotSaveOptions) source() (embeddedetcd.SnapshotSource, error) {
+func (o *snapshotSaveOptions) source() (snapshot.Source, error) {
 	switch len(o.etcdServers) {
 	case 0:
 		endpoint, err := datadir.EmbeddedEtcdEndpoint(o.dataDir)
-		return embeddedetcd.SnapshotSource{Endpoint: endpoint}, err
+		return snapshot.Source{Endpoint: endpoint}, err
 	case 1:
-		return embeddedetcd.SnapshotSource{Endpoint: o.etcdServers[0], CAFile: o.caFile, CertFile: o.certFile, KeyFile: o.keyFile}, nil
+		return snapshot.Source{Endpoint: o.etcdServers[0], CAFile: o.caFile, CertFile: o.certFile, KeyFile: o.keyFile}, nil
 	default:
-		return embeddedetcd.SnapshotSource{}, fmt.Errorf("--etcd-servers names %d endpoints: a snapshot is the state of one member, so name one (as etcdctl snapshot save requires), e.g. --etcd-servers=%s", len(o.etcdServers), o.etcdServers[0])
+		return snapshot.Source{}, fmt.Errorf("--etcd-servers names %d endpoints: a snapshot is the state of one member, so name one (as etcdctl snapshot save requires), e.g. --etcd-servers=%s", len(o.etcdServers), o.etcdServers[0])
 	}
 }
 
@@ -93,7 +93,7 @@ the data dir.`,
 			if err := o.checkTLS(cmd.Context(), []string{source.Endpoint}); err != nil {
 				return err
 			}
-			path, status, err := embeddedetcd.SaveSnapshot(cmd.Context(), source, filepath.Dir(file), func(embeddedetcd.SnapshotStatus) string {
+			path, status, err := snapshot.Save(cmd.Context(), source, filepath.Dir(file), func(snapshot.Status) string {
 				return filepath.Base(file)
 			})
 			if err != nil {
@@ -110,7 +110,7 @@ the data dir.`,
 	return cmd
 }
 
-func printSaved(out io.Writer, path string, status embeddedetcd.SnapshotStatus) {
+func printSaved(out io.Writer, path string, status snapshot.Status) {
 	fmt.Fprintf(out, "Saved snapshot %s\n", path)
 	fmt.Fprintf(out, "  revision: %d\n", status.Revision)
 	fmt.Fprintf(out, "  keys:     %d\n", status.Keys)
@@ -128,12 +128,12 @@ snapshots and any saved there by hand. Each is read in full to verify its sha256
 file's modification time for others. It works whether or not the control plane runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			snapshots, err := datadir.ListSnapshots(dataDir)
+			snapshots, err := snapshot.List(dataDir)
 			if err != nil {
 				return err
 			}
 			if len(snapshots) == 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "No snapshots in %s\n", datadir.SnapshotsDir(dataDir))
+				fmt.Fprintf(cmd.ErrOrStderr(), "No snapshots in %s\n", snapshot.ScheduledDir(dataDir))
 				return nil
 			}
 			return printSnapshots(cmd.OutOrStdout(), snapshots)
@@ -145,7 +145,7 @@ file's modification time for others. It works whether or not the control plane r
 	return cmd
 }
 
-func printSnapshots(out io.Writer, snapshots []datadir.Snapshot) error {
+func printSnapshots(out io.Writer, snapshots []snapshot.File) error {
 	w := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
 	fmt.Fprintln(w, "NAME\tTIME\tREVISION\tKEYS\tSIZE\tVERIFIED")
 	for _, s := range snapshots {

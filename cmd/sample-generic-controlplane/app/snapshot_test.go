@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/etcdtls/etcdtlstest"
 	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/etcdtest"
+	"sigs.k8s.io/sample-generic-controlplane/internal/externaltlstest"
 )
 
 func TestSnapshotArguments(t *testing.T) {
@@ -71,14 +72,7 @@ func TestSnapshotSaveListRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dataDir) }) //nolint:errcheck
-	member, err := embeddedetcd.Start(embeddedetcd.Config{DataDir: filepath.Join(dataDir, "etcd"), SocketPath: filepath.Join(dataDir, "run", "etcd.sock")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer member.Close()
-	if err := member.WaitReady(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	member := etcdtest.StartMember(t, embeddedetcd.Config{DataDir: filepath.Join(dataDir, "etcd"), SocketPath: filepath.Join(dataDir, "run", "etcd.sock")})
 
 	file := filepath.Join(dataDir, "snapshots", "by-hand.db")
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
@@ -131,15 +125,15 @@ func TestSnapshotSaveListRestore(t *testing.T) {
 // save takes a snapshot of a member that requires client certificates with
 // the right --etcd-* files, and with a wrong one says which, at once.
 func TestSnapshotSaveOverTLS(t *testing.T) {
-	creds, err := etcdtlstest.NewCredentials(t.TempDir())
+	creds, err := externaltlstest.NewCredentials(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign, err := etcdtlstest.NewCredentials(t.TempDir())
+	foreign, err := externaltlstest.NewCredentials(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	member := etcdtlstest.StartMember(t, creds)
+	member := externaltlstest.StartMember(t, creds)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "over-tls.db")
 	args := append([]string{"snapshot", "save", file, "--etcd-servers=" + member}, creds.ClientFlags()...)

@@ -17,8 +17,8 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	cliflag "k8s.io/component-base/cli/flag"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/jointoken"
-	"sigs.k8s.io/sample-generic-controlplane/kana/registrycli"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/clientconfig"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster/jointoken"
 )
 
 const (
@@ -75,7 +75,7 @@ func (o *tokenOptions) addFlags(cmd *cobra.Command, fss cliflag.NamedFlagSets) {
 // restConfig loads the kubeconfig as the registry command does:
 // --kubeconfig when set, else $KUBECONFIG, else ~/.kube/config.
 func (o *tokenOptions) restConfig() (*rest.Config, error) {
-	config, err := registrycli.RESTConfig(o.kubeconfig)
+	config, err := clientconfig.Load(o.kubeconfig)
 	if err != nil {
 		return nil, err
 	}

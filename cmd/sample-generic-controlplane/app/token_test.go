@@ -21,7 +21,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
 
-	"sigs.k8s.io/sample-generic-controlplane/controlplane/jointoken"
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster/jointoken"
 )
 
 func TestTokenBadArguments(t *testing.T) {

@@ -26,7 +26,7 @@ import (
 // embeddedFloor starts a member as the binary embeds it, in this process,
 // and measures create transactions through its unix socket.
 func embeddedFloor(dir string, o options) (float64, error) {
-	s, err := embeddedetcd.Start(embeddedetcd.Config{
+	s, err := embeddedetcd.Start(context.Background(), embeddedetcd.Config{
 		DataDir:    filepath.Join(dir, "etcd"),
 		SocketPath: filepath.Join(dir, "run", "etcd.sock"),
 		LogLevel:   "error",
