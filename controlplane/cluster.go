@@ -231,9 +231,10 @@ func (o *Options) prepareJoin(ctx context.Context, d *datadir.Dir, peerURL strin
 		return err
 	}
 	if resp.MemberID != "" {
-		// A server that does not know dry runs added the member.
-		klog.FromContext(ctx).Info("The cluster's server added the member on the dry run (it does not know dry runs): joined as a learner", "server", c.Join, "member", name, "memberID", resp.MemberID)
-		return d.SetMembership(embeddedetcd.Membership{Name: name, PeerURL: peerURL, InitialCluster: resp.InitialCluster})
+		// A server of an older release, which does not know dry runs,
+		// added the member before the local checks: take it back out.
+		joined := &JoinedMember{server: c.Join, memberID: resp.MemberID, name: name, dataDir: d}
+		return joined.Undo(ctx, fmt.Errorf("--join: the server at %s is of an older release that joins without the checks of this one: upgrade the cluster's servers first, then join with a new token", c.Join), nil)
 	}
 	return nil
 }

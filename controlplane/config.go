@@ -172,6 +172,11 @@ func newAPIsConfig(o CompletedOptions, apiServerCount int) (*genericserver.Confi
 			resources.EnableVersions(g.groupVersions()...)
 		}
 	}
+	// The token authenticator reads service accounts through the loopback
+	// client when its informer lags (tokengetter.go); the client exists once
+	// the configuration is built.
+	var loopback lateClient
+	opts.Authentication.ServiceAccounts.OptionalTokenGetter = newServiceAccountGetter(&loopback)
 	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
 		opts,
 		[]*runtime.Scheme{legacyscheme.Scheme, apiextensionsapiserver.Scheme, aggregatorscheme.Scheme},
@@ -188,13 +193,14 @@ func newAPIsConfig(o CompletedOptions, apiServerCount int) (*genericserver.Confi
 	if err := checkServed(genericConfig.MergedResourceConfig, opts.Admission.GenericAdmission); err != nil {
 		return nil, err
 	}
+	kube, err := kubernetes.NewForConfig(genericConfig.LoopbackClientConfig)
+	if err != nil {
+		return nil, err
+	}
+	loopback.set(kube)
 	if o.EmbeddedEtcd != nil {
 		// Servers join this one's cluster with join tokens (and are told
 		// to restart it with --cluster-init when its member runs alone).
-		kube, err := kubernetes.NewForConfig(genericConfig.LoopbackClientConfig)
-		if err != nil {
-			return nil, err
-		}
 		genericConfig.Authentication.Authenticator = cluster.JoinTokenAuthenticator(kube, genericConfig.Authentication.Authenticator)
 	}
 	// Upstream names the API server after its host alone, so replicas on

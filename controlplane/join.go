@@ -8,6 +8,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -26,8 +28,12 @@ type joinPlan struct {
 	peerURL string
 }
 
-// undoJoinTimeout bounds the removal of a member whose start failed.
-const undoJoinTimeout = 30 * time.Second
+// undoJoinTimeout bounds the removal of a member whose start failed, and
+// undoJoinRetry is how often it is asked again meanwhile.
+const (
+	undoJoinTimeout = 30 * time.Second
+	undoJoinRetry   = time.Second
+)
 
 // Join has the data dir's member added to the cluster of --join: the one
 // step of the start-up that changes another machine, taken after every
@@ -61,13 +67,15 @@ func (c CompletedOptions) Join(ctx context.Context) (*JoinedMember, error) {
 	if err := c.DataDir.SetMembership(m); err != nil {
 		return nil, joined.Undo(ctx, err, nil)
 	}
-	c.Membership = &m
 	klog.FromContext(ctx).Info("Joined the cluster as a learner; the member starts and catches up", "server", c.joinPlan.server, "member", name, "memberID", resp.MemberID, "duration", time.Since(start))
+	// Joined once: the member's place is in the data dir now.
+	c.Membership, c.joinPlan = &m, nil
 	return joined, nil
 }
 
 // JoinedMember is the member a start added to its cluster.
 type JoinedMember struct {
+	// server is the one it joined through; memberID its ID, in hex.
 	server, memberID, name string
 	dataDir                *datadir.Dir
 }
@@ -94,8 +102,11 @@ func (j *JoinedMember) Undo(ctx context.Context, cause error, etcd *embeddedetcd
 		etcd.Close()
 	}
 	if removeErr != nil {
-		logger.Error(removeErr, "The start failed after the join, and the member could not be taken back out; the cluster removes a learner that never catches up after --etcd-learner-timeout, or remove it with \"sample-generic-controlplane cluster remove\"", "member", j.name, "memberID", j.memberID)
-		return fmt.Errorf("%w (the member %s that this start added to the cluster at %s could not be taken back out: %v; remove it with \"sample-generic-controlplane cluster remove %s\" on a server of the cluster)", cause, j.name, j.server, removeErr, j.memberID)
+		// The data dir keeps the member: started again, it rejoins its
+		// peers (a learner catches up, a voter gives back the quorum it
+		// may hold).
+		logger.Error(removeErr, "The start failed after the join, and the member could not be taken back out; start the server again, or remove the member with \"sample-generic-controlplane cluster remove\" on a server of the cluster (a learner that never catches up is removed after --etcd-learner-timeout)", "member", j.name, "memberID", j.memberID)
+		return fmt.Errorf("%w (the member %s that this start added to the cluster at %s could not be taken back out: %v; start the server again, which keeps its member, or remove it with \"sample-generic-controlplane cluster remove %s\" on a server of the cluster)", cause, j.name, j.server, removeErr, j.memberID)
 	}
 	if err := j.dataDir.RemoveEtcdMember(); err != nil {
 		return errors.Join(cause, err)
@@ -104,30 +115,47 @@ func (j *JoinedMember) Undo(ctx context.Context, cause error, etcd *embeddedetcd
 	return fmt.Errorf("%w (the member %s that this start added to the cluster at %s was taken back out; the join token is used: start again with --join and a new token)", cause, j.name, j.server)
 }
 
-// removeFromCluster asks the server the member joined to remove it.
+// removeFromCluster asks the server the member joined to remove it, again
+// while the cluster refuses for a moment (etcd removes a voter only once it
+// has been connected for 5 s; the server may be busy) until ctx ends.
 func (j *JoinedMember) removeFromCluster(ctx context.Context) error {
 	u, err := url.Parse(j.server)
 	if err != nil {
 		return err
 	}
-	creds := j.dataDir.PKI
-	certPEM, keyPEM, err := creds.CA.IssueClientCertificate(pki.AdminUser, []string{pki.AdminGroup})
+	ca, err := pki.LoadCA(j.dataDir.PKIDir())
 	if err != nil {
 		return err
 	}
-	config := &rest.Config{
+	certPEM, keyPEM, err := ca.IssueClientCertificate(pki.AdminUser, []string{pki.AdminGroup})
+	if err != nil {
+		return err
+	}
+	members := cluster.NewMembersClient(&rest.Config{
 		Host: j.server,
 		TLSClientConfig: rest.TLSClientConfig{
-			CAData:     creds.CA.CertPEM(),
+			CAData:     ca.CertPEM(),
 			CertData:   certPEM,
 			KeyData:    keyPEM,
 			ServerName: u.Hostname(),
 		},
-	}
-	_, err = cluster.NewMembersClient(config).Remove(ctx, j.memberID, false)
-	if apierrors.IsNotFound(err) {
-		// Removed meanwhile (by the promoter, or an admin).
-		return nil
+	})
+	var lastErr error
+	err = wait.PollUntilContextCancel(ctx, undoJoinRetry, true, func(ctx context.Context) (bool, error) {
+		_, lastErr = members.Remove(ctx, j.memberID, false)
+		switch {
+		case lastErr == nil, apierrors.IsNotFound(lastErr):
+			// Removed (or removed meanwhile, by the promoter or an admin).
+			return true, nil
+		case apierrors.IsConflict(lastErr), apierrors.IsServiceUnavailable(lastErr), apierrors.IsTooManyRequests(lastErr),
+			apierrors.IsTimeout(lastErr), apierrors.IsServerTimeout(lastErr), utilnet.IsConnectionRefused(lastErr), utilnet.IsConnectionReset(lastErr):
+			return false, nil
+		default:
+			return false, lastErr
+		}
+	})
+	if err != nil && lastErr != nil {
+		return lastErr
 	}
 	return err
 }

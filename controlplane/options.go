@@ -265,8 +265,9 @@ func validateEtcdServer(server string) error {
 }
 
 // PrepareDataDir takes the data dir for this process: it creates it, locks
-// it, joins the cluster of --join (which places the cluster's credentials
-// in it and adds its etcd member), creates or loads the PKI (for the
+// it, prepares the member's place in a cluster (PrepareMembership: for
+// --join, a dry run that places the cluster's shared credentials in it,
+// changing nothing in the cluster), creates or loads the PKI (for the
 // serving certificate's names: the bind address, --tls-san; for the etcd
 // member's peer address) and, for an embedded etcd, chooses its socket.
 // Close the returned handle once the control plane has stopped.

@@ -1,9 +1,7 @@
 package controlplane
 
 import (
-	"cmp"
 	"context"
-	"errors"
 
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -11,6 +9,7 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/logging"
+	embeddedetcd "sigs.k8s.io/sample-generic-controlplane/embedded-etcd"
 )
 
 // The start-up sequence: what the binary, the examples and
@@ -69,7 +68,8 @@ func (o *Options) ApplyToProcess(logs bool) (flush func(), err error) {
 // credentials its servers share, changes nothing there), so that a bad
 // flag or a port in use fails before the cluster is touched. A start that
 // fails after Join, before the server is ready, takes its member back out
-// (JoinedMember.Undo). On the way out: Run frees the port when it stops,
+// (JoinedMember.Undo); one that is stopped (ctx done) keeps it, to go on
+// where it was at the next start. On the way out: Run frees the port when it stops,
 // then etcd is closed and the data dir unlocked. ready, if not nil, is
 // called once the server serves (its Ready). Apply the flags first
 // (ApplyToProcess).
@@ -98,32 +98,39 @@ func Serve(ctx context.Context, o *Options, ready func(*Server)) error {
 	if err != nil {
 		return err
 	}
+	// undo takes a member this start joined back out when the start
+	// fails. A start that was stopped (ctx done) keeps it: started again,
+	// the member goes on catching up where it was.
+	undo := func(err error, etcd *embeddedetcd.Server) error {
+		if ctx.Err() != nil {
+			return err
+		}
+		return joined.Undo(ctx, err, etcd)
+	}
 	etcd, err := completed.StartEtcd(ctx)
 	if err != nil {
-		return joined.Undo(ctx, err, nil)
+		return undo(err, nil)
 	}
 	if etcd != nil {
 		defer etcd.Close()
 	}
 	config, err := NewConfig(ctx, completed, etcd)
 	if err != nil {
-		return joined.Undo(ctx, err, etcd)
+		return undo(err, etcd)
 	}
 	completedConfig, err := config.Complete()
 	if err != nil {
-		return joined.Undo(ctx, err, etcd)
+		return undo(err, etcd)
 	}
 	server, err := completedConfig.New()
 	if err != nil {
-		return joined.Undo(ctx, err, etcd)
+		return undo(err, etcd)
 	}
-	served := make(chan struct{})
 	readyDone := make(chan struct{})
 	go func() {
 		defer close(readyDone)
 		select {
 		case <-server.Ready():
-			close(served)
 			// Ready, then stopped at once: say nothing.
 			select {
 			case <-server.Stopped():
@@ -138,14 +145,13 @@ func Serve(ctx context.Context, o *Options, ready func(*Server)) error {
 	err = server.Run(ctx)
 	<-readyDone
 	select {
-	case <-served:
+	case <-server.Ready():
 		return err
 	default:
+		// Stopped before it was ready.
 	}
-	// Stopped before it was ready: the start failed, or was interrupted,
-	// and a member it joined goes back out.
-	if joined != nil {
-		return joined.Undo(ctx, cmp.Or(err, context.Cause(ctx), errors.New("stopped before it was ready")), etcd)
+	if err != nil {
+		return undo(err, etcd)
 	}
-	return err
+	return nil
 }

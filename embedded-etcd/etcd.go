@@ -1,6 +1,8 @@
 // Package embeddedetcd runs a single etcd member inside the current process,
-// alone or as one of a cluster of such members, and saves, verifies and
-// restores snapshots of it.
+// alone or as one of a cluster of such members. Beside it, each in a package
+// of its own, is everything else about etcd: cluster membership (cluster),
+// maintenance (maintenance), snapshots (snapshot), the TLS to an external
+// cluster (externaltls) and its clients (etcdclient).
 //
 // The member is reachable by nobody but its owner: clients talk to it over a
 // unix socket whose directory is private to the user running the process, and
@@ -58,8 +60,9 @@ type Config struct {
 	PeerTrustedCAFile string
 	// QuotaBackendBytes is the database size at which etcd stops accepting writes.
 	QuotaBackendBytes int64
-	// ReadyTimeout bounds WaitReady: for a member of a cluster, the wait
-	// for a quorum and, for a member that joins, for its promotion.
+	// ReadyTimeout bounds the waits after Start, from Start on: WaitReady
+	// (for a member of a cluster, the wait for a quorum) and WaitPromoted
+	// (for a member that joins, the wait for its promotion) together.
 	ReadyTimeout time.Duration
 	// LogLevel of etcd's own zap logger ("warn" unless set).
 	LogLevel string
@@ -82,7 +85,9 @@ func (cfg Config) clustered() bool { return cfg.PeerURL != "" }
 
 // Server is a running embedded etcd member.
 type Server struct {
-	cfg       Config
+	cfg Config
+	// deadline ends the waits after Start (Config.ReadyTimeout).
+	deadline  time.Time
 	etcd      *embed.Etcd
 	closeOnce sync.Once
 	closing   *atomic.Bool
@@ -138,7 +143,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd: starting member in %s: %w", cfg.DataDir, err)
 	}
-	s := &Server{cfg: cfg, etcd: e, closing: closing, stopped: make(chan struct{})}
+	s := &Server{cfg: cfg, deadline: time.Now().Add(cfg.ReadyTimeout), etcd: e, closing: closing, stopped: make(chan struct{})}
 	go func() {
 		<-e.Server.StopNotify()
 		close(s.stopped)
@@ -206,7 +211,7 @@ const DefaultMemberName = "embedded"
 
 // MemberConfig is etcd's configuration with the member's identity: its
 // name, peer URL and cluster, which a restored member shares
-// (RestoreSnapshot).
+// (snapshot.RestoreMember).
 func (cfg Config) MemberConfig() (*embed.Config, error) {
 	ecfg := embed.NewConfig()
 	ecfg.Name = cfg.Name
@@ -265,7 +270,7 @@ func (s *Server) Err() <-chan error { return s.etcd.Err() }
 // It fails when the member reports an error, stops, ctx ends or
 // Config.ReadyTimeout passes.
 func (s *Server) WaitReady(ctx context.Context) error {
-	timer := time.NewTimer(s.cfg.ReadyTimeout)
+	timer := time.NewTimer(time.Until(s.deadline))
 	defer timer.Stop()
 	select {
 	case <-s.Ready():
@@ -284,19 +289,20 @@ func (s *Server) WaitReady(ctx context.Context) error {
 	}
 }
 
-// learnerPoll is how often WaitReady looks whether a learner was promoted.
+// learnerPoll is how often WaitPromoted looks whether a learner was promoted.
 const learnerPoll = 50 * time.Millisecond
 
 // WaitPromoted waits until the member votes. A member that joins starts as
 // a learner, which the cluster promotes once it has caught up with the
 // leader (cluster.Promoter, on the leader's server); the API server must
 // not start on a learner, which serves no client requests. It returns at
-// once for a voter, and fails after Config.ReadyTimeout.
+// once for a voter, and fails once Config.ReadyTimeout has passed since
+// Start.
 func (s *Server) WaitPromoted(ctx context.Context) error {
 	if !s.etcd.Server.IsLearner() {
 		return nil
 	}
-	timeout := time.NewTimer(s.cfg.ReadyTimeout)
+	timeout := time.NewTimer(time.Until(s.deadline))
 	defer timeout.Stop()
 	klog.FromContext(ctx).Info("Embedded etcd member is a learner; waiting for the cluster to promote it", "member", s.etcd.Server.MemberID())
 	ticker := time.NewTicker(learnerPoll)

@@ -72,7 +72,7 @@ func Ensure(dir string, hosts Hosts) (*PKI, error) {
 	p := Paths(dir)
 	// The serving certificate is written with the CA after it, so that a
 	// server joining with a token can pin the CA in the TLS handshake
-	// before it sends the token (see controlplane/jointoken).
+	// before it sends the token (see embedded-etcd/cluster/jointoken).
 	serving := leafSpec{commonName: "sample-generic-controlplane", usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, withCA: true}
 	serving.addHosts(hosts.Serving)
 	proxyClient := leafSpec{commonName: FrontProxyClientName, usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}

@@ -34,8 +34,8 @@ func Join(ctx context.Context, serverURL string, token jointoken.Token, req Join
 // nothing: the token is checked, not used, and no member is added. A
 // joining server completes and checks its own configuration with the
 // credentials before it Joins. An answer with a MemberID comes from a
-// server that does not know dry runs and added the member: the join is
-// made.
+// server of an older release that does not know dry runs and added the
+// member: the caller takes it back out.
 func DryRunJoin(ctx context.Context, serverURL string, token jointoken.Token, req JoinRequest) (*JoinResponse, error) {
 	return join(ctx, serverURL, token, req, true)
 }

@@ -1,9 +1,11 @@
-// Package etcdcluster is the membership of the etcd cluster that the
-// control planes' embedded members form: who the members are, their roles
-// and health (List), removing one without losing the quorum (Remove), both
-// over the API (Handler), and each member's status report, a Lease, that
-// lets every server see its peers' state without connecting to their etcd
-// members (RunStatusReporter).
+// Package cluster is the membership of the etcd cluster that the
+// control planes' embedded members form: joining it with a token (Join,
+// DryRunJoin, JoinHandler, and the join tokens in jointoken), promoting the
+// learners that caught up (Promoter), who the members are, their roles and
+// health (List), removing one without losing the quorum (Remove), both over
+// the API (Handler, MembersClient), and each member's status report, a
+// Lease, that lets every server see its peers' state without connecting to
+// their etcd members (RunStatusReporter).
 package cluster
 
 import (

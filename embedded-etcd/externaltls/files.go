@@ -1,4 +1,4 @@
-// Package etcdtls checks the TLS with which the control plane and its
+// Package externaltls checks the TLS with which the control plane and its
 // commands reach an external etcd (--etcd-cafile, --etcd-certfile,
 // --etcd-keyfile) before they rely on it, and says which flag is wrong.
 //

@@ -1,4 +1,4 @@
-// Package etcdmaintenance looks after an etcd cluster the way etcdctl's
+// Package maintenance looks after an etcd cluster the way etcdctl's
 // maintenance commands do: its status, compaction, defragmentation and
 // alarms. The "etcd" commands use it on the embedded member (through its
 // socket) or on an external cluster; the control plane uses it to watch the

@@ -1,3 +1,9 @@
+// Package snapshot saves, verifies and restores snapshots of an etcd
+// member: one taken by hand (Save, from the embedded member or a member of
+// an external cluster), the scheduled ones of the embedded member and their
+// retention (Scheduler), and a member restored from one (RestoreMember),
+// which the control plane's data dir puts in place of its member under its
+// lock (datadir.RestoreSnapshot).
 package snapshot
 
 import (

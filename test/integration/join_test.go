@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,10 +16,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/registry/generic"
+	registryrest "k8s.io/apiserver/pkg/registry/rest"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	openapicommon "k8s.io/kube-openapi/pkg/common"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
 	cptesting "sigs.k8s.io/sample-generic-controlplane/controlplane/testing"
@@ -134,11 +139,14 @@ func TestServersOnTheLibraryJoinOneCluster(t *testing.T) {
 	}
 }
 
-// A start that fails after its join (here: its configuration is refused
-// once etcd has started, as a distribution's wrong Resources are) takes its
-// member back out of the cluster before it returns, and says so; the data
-// dir is left as before the join, so that the server joins with a new
-// token once the configuration is right.
+// A start that fails after its join takes its member back out of the
+// cluster before it returns, and says so, whether the member was still a
+// learner (the configuration refused as etcd starts, as a distribution's
+// wrong Resources are) or had voted already (a wiring error in New, after
+// the member was promoted: etcd removes a voter only once it has been
+// connected for 5 s, and the start asks again until it may). The data dir
+// is left as before the join, so that the server joins with a new token
+// once the configuration is right.
 func TestFailedStartTakesItsMemberBackOut(t *testing.T) {
 	ctx := t.Context()
 	first, err := cptesting.Start(ctx, t.TempDir, cptesting.Options{Flags: []string{"--cluster-init", "--etcd-peer-port=" + freePort(t)}})
@@ -164,38 +172,91 @@ func TestFailedStartTakesItsMemberBackOut(t *testing.T) {
 		}
 		return list
 	}
-
-	dataDir := t.TempDir()
-	joinFlags := func(token string) []string {
-		return []string{"--join=" + first.Server.URL(), "--token=" + token, "--etcd-peer-port=" + freePort(t)}
+	joinFlags := func(token, peerPort string) []string {
+		return []string{"--join=" + first.Server.URL(), "--token=" + token, "--etcd-peer-port=" + peerPort}
 	}
-	_, err = cptesting.Start(ctx, t.TempDir, cptesting.Options{DataDir: dataDir, Flags: joinFlags(newToken()),
-		Customize: func(o *controlplane.Options) error {
-			o.Resources = func() *serverstorage.ResourceConfig {
-				r := controlplane.DefaultResources()
-				r.DisableResources(corev1.SchemeGroupVersion.WithResource("secrets"))
-				return r
+
+	for _, tc := range []struct {
+		name      string
+		customize func(*controlplane.Options) error
+		want      string
+	}{
+		{
+			name: "refused as etcd starts",
+			customize: func(o *controlplane.Options) error {
+				o.Resources = func() *serverstorage.ResourceConfig {
+					r := controlplane.DefaultResources()
+					r.DisableResources(corev1.SchemeGroupVersion.WithResource("secrets"))
+					return r
+				}
+				return nil
+			},
+			want: "the API server itself needs secrets.v1",
+		},
+		{
+			name: "refused once the member votes",
+			customize: func(o *controlplane.Options) error {
+				return o.AddAPIGroup(controlplane.APIGroup{
+					Name:        "unwired.example.com",
+					Versions:    []controlplane.APIGroupVersion{{Version: "v1", Priority: 1}},
+					Priority:    100,
+					Resources:   []string{"things"},
+					AddToScheme: func(*runtime.Scheme) error { return nil },
+					OpenAPIDefinitions: func(openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
+						return nil
+					},
+					NewStorage: func(*runtime.Scheme, generic.RESTOptionsGetter) (map[string]map[string]registryrest.Storage, error) {
+						return nil, errors.New("the things' storage is not wired")
+					},
+				})
+			},
+			want: "the things' storage is not wired",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dataDir := t.TempDir()
+			_, err := cptesting.Start(ctx, t.TempDir, cptesting.Options{DataDir: dataDir, Flags: joinFlags(newToken(), freePort(t)), Customize: tc.customize})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "was taken back out") {
+				t.Fatalf("a start refused after its join: %v; want the refusal (%q), and that the member was taken back out", err, tc.want)
 			}
-			return nil
-		}})
-	if err == nil || !strings.Contains(err.Error(), "the API server itself needs secrets.v1") || !strings.Contains(err.Error(), "was taken back out") {
-		t.Fatalf("a start refused after its join: %v; want the refusal, and that the member was taken back out", err)
-	}
-	if list := members(); len(list) != 1 {
-		t.Errorf("after the failed start, the members are %+v; want the first server's alone", list)
-	}
-	for _, name := range []string{"etcd", "etcd-member.json"} {
-		if _, err := os.Stat(filepath.Join(dataDir, name)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("the failed start left %s in the data dir (%v)", name, err)
-		}
-	}
+			if list := members(); len(list) != 1 {
+				t.Errorf("after the failed start, the members are %+v; want the first server's alone", list)
+			}
+			for _, name := range []string{"etcd", "etcd-member.json"} {
+				if _, err := os.Stat(filepath.Join(dataDir, name)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("the failed start left %s in the data dir (%v)", name, err)
+				}
+			}
 
-	second, err := cptesting.Start(ctx, t.TempDir, cptesting.Options{DataDir: dataDir, Flags: joinFlags(newToken())})
-	if err != nil {
-		t.Fatalf("joining again on the same data dir, with a new token: %v", err)
-	}
-	defer second.Stop() //nolint:errcheck // a test server
-	if list := members(); len(list) != 2 {
-		t.Errorf("after the second join, the members are %+v; want two", list)
+			peerPort := freePort(t)
+			second, err := cptesting.Start(ctx, t.TempDir, cptesting.Options{DataDir: dataDir, Flags: joinFlags(newToken(), peerPort)})
+			if err != nil {
+				t.Fatalf("joining again on the same data dir, with a new token: %v", err)
+			}
+			if list := members(); len(list) != 2 {
+				t.Errorf("after the second join, the members are %+v; want two", list)
+			}
+			// Out again, for the next case: the first server alone.
+			name := ""
+			for _, m := range members() {
+				if slices.Equal(m.PeerURLs, []string{"https://127.0.0.1:" + peerPort}) {
+					name = m.Name
+				}
+			}
+			err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				_, err := cluster.NewMembersClient(first.ClientConfig).Remove(ctx, name, false)
+				return err == nil, nil
+			})
+			if err != nil {
+				t.Fatalf("removing the joined member %q: %v", name, err)
+			}
+			// Its server stops once its member applies its own removal.
+			select {
+			case <-second.Server.Stopped():
+			case <-time.After(30 * time.Second):
+				t.Fatal("the removed member's server did not stop")
+			}
+			second.Stop() //nolint:errcheck // stopped, saying it was removed
+		})
 	}
 }

@@ -41,7 +41,9 @@ func TestGenericLayerDoesNotImportKANA(t *testing.T) {
 }
 
 // embedded-etcd/ is the one home of everything etcd, below the control
-// plane: the control plane calls into it, never the other way round.
+// plane: the control plane calls into it, never the other way round. (Its
+// tests may take real certificates from controlplane/pki as fixtures: the
+// rule is about what a program that imports it builds.)
 func TestEmbeddedEtcdDoesNotImportTheControlPlane(t *testing.T) {
 	const module = "sigs.k8s.io/sample-generic-controlplane/"
 	out, err := exec.Command("go", "list", "-deps", "../../embedded-etcd/...").CombinedOutput()
