@@ -42,6 +42,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/anishathalye/porcupine v1.3.1
+
 require (
 	cel.dev/expr v0.25.1 // indirect
 	cyphar.com/go-pathrs v0.2.5 // indirect
