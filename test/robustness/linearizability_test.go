@@ -10,7 +10,9 @@ import (
 )
 
 // obj is an object as a client saw it.
-func obj(name, rv, value string) *Object { return &Object{Name: name, ResourceVersion: rv, Value: value} }
+func obj(name, rv, value string) *Object {
+	return &Object{Name: name, ResourceVersion: rv, Value: value}
+}
 
 func TestCheckLinearizable(t *testing.T) {
 	for _, tc := range []struct {

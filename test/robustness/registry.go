@@ -12,7 +12,7 @@ import (
 // ClaimEvent is one event of a watch of NetworkClaims: the claim as it was
 // at its resourceVersion, or as it was deleted.
 type ClaimEvent struct {
-	Type  EventType                      `json:"type"`
+	Type  EventType                       `json:"type"`
 	Claim networkingv1alpha1.NetworkClaim `json:"claim"`
 }
 
