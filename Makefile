@@ -8,6 +8,12 @@
 #               inprocess, binary, external-etcd (3 etcd members, 2 replicas),
 #               joined (3 servers whose embedded members joined one etcd cluster)
 #               and external (a control plane reached only by its kubeconfig)
+#   make robustness
+#               recorded client histories under faults (kills, pauses, restarts,
+#               compaction, member replacement) on a single server and on three
+#               joined ones, checked for linearizability, watch guarantees, the
+#               registry's invariants and lost writes (docs/testing.md, "Robustness");
+#               ROBUSTNESS_TOPOLOGIES, ROBUSTNESS_FAULTS, ROBUSTNESS_RUNS narrow or lengthen it
 #   make fuzz   each fuzz target (API decoding and validation, the allocator's
 #               ledger) for FUZZTIME, default 20s (docs/testing.md, "Fuzzing")
 #   make verify gofmt, go vet and go mod tidy of every module, generated code up to date
@@ -47,7 +53,7 @@ E2E_ARGS ?=
 ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all build kubectl sample-apiserver etcd run test e2e fuzz verify codegen bench release linkdeps clean
+.PHONY: all build kubectl sample-apiserver etcd run test e2e robustness fuzz verify codegen bench release linkdeps clean
 
 all: build
 
@@ -89,6 +95,13 @@ e2e: build kubectl sample-apiserver etcd fuzz
 	$(E2E_ENV) $(GO) run ./hack/e2e-external -binary $(BINARY) -- \
 		$(GO) test -tags e2e -timeout $(E2E_TIMEOUT) -count=1 -run 'Test(Spec|Fault)' ./test/e2e/ $(E2E_ARGS)
 
+# The fault runs of test/robustness (behind the robustness build tag; its
+# checkers' own tests run in make test). A violation names the results
+# directory: the history, porcupine's view, the servers' logs, the timeline.
+ROBUSTNESS_TIMEOUT ?= 20m
+robustness: build
+	SGCP_BINARY=$(BINARY) $(GO) test -tags robustness -timeout $(ROBUSTNESS_TIMEOUT) -count=1 -v -run TestRobustness ./test/robustness/
+
 # The fuzz targets (docs/testing.md, "Fuzzing"), as module directory,
 # package and target: one go test each, since go fuzzes one target at a
 # time, in the module the package belongs to. make test runs their corpora
@@ -114,6 +127,7 @@ verify:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	for m in . $(API_MODULES); do (cd $$m && $(GO) vet ./... && $(GO) mod tidy -diff) || exit 1; done
 	$(GO) vet -tags e2e ./test/e2e/
+	$(GO) vet -tags robustness ./test/robustness/
 	./hack/verify-codegen.sh
 
 # Regenerate deepcopy, conversion, defaults, OpenAPI and clients (k8s.io/code-generator, pinned in go.mod).

@@ -8,12 +8,12 @@ import (
 )
 
 // CheckLists checks that every list answered with the key space as it was
-// at the revision it names: the changes up to that revision (every watch's
-// events and every acknowledged write, as CheckWatches gathers them),
-// applied to the first list, which is where the watches start. Lists before
-// the first one's revision, and lists that failed, are not checked. Run it
-// once CheckWatches has found the watches complete: a change no watch saw
-// would make a list look wrong.
+// at the revision it names: the previous list, with the changes since
+// applied (every watch's events, as CheckWatches gathers them). A list is
+// checked only when the watches saw every revision since the previous one
+// without a break (a watch ended with 410 Gone leaves one); otherwise it
+// becomes the base of the next. Run it once CheckWatches has found the
+// watches complete.
 func CheckLists(history []Op, watches []Watch) (int, error) {
 	var lists []Op
 	for _, op := range history {
@@ -25,56 +25,91 @@ func CheckLists(history []Op, watches []Watch) (int, error) {
 		return 0, nil
 	}
 	slices.SortStableFunc(lists, func(a, b Op) int { return cmpRV(a.ListRV, b.ListRV) })
-	base := lists[0]
-	baseRV, err := revision(base.ListRV)
-	if err != nil {
-		return 0, fmt.Errorf("the first list: %w", err)
-	}
 	var changes []change
 	seen := map[int64]bool{}
+	var covered []span
 	for _, w := range watches {
+		from := int64(0)
+		if w.From != "" && w.From != "0" {
+			from, _ = revision(w.From)
+		}
+		reached := from
 		for _, e := range w.Events {
 			rv, err := revision(e.Object.ResourceVersion)
-			if err != nil || e.Type == Bookmark || seen[rv] || rv <= baseRV {
+			if err != nil {
+				continue
+			}
+			reached = max(reached, rv)
+			if e.Type == Bookmark || seen[rv] {
 				continue
 			}
 			seen[rv] = true
 			changes = append(changes, change{rv: rv, typ: e.Type, name: e.Object.Name, value: e.Object.Value})
 		}
+		if from > 0 && reached > from {
+			covered = append(covered, span{from, reached})
+		}
 	}
 	slices.SortFunc(changes, func(a, b change) int { return int(a.rv - b.rv) })
 
-	state := map[string]Object{}
-	for _, item := range base.Items {
-		state[item.Name] = item
-	}
 	var errs []error
-	next := 0
-	checked := 0
-	for _, list := range lists[1:] {
+	checked, next := 0, 0
+	var state map[string]Object
+	prev := int64(0)
+	for _, list := range lists {
 		rv, err := revision(list.ListRV)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", list, err))
 			continue
 		}
-		for ; next < len(changes) && changes[next].rv <= rv; next++ {
-			c := changes[next]
-			if c.typ == Deleted {
-				delete(state, c.name)
-			} else {
-				state[c.name] = Object{Name: c.name, ResourceVersion: fmt.Sprint(c.rv), Value: c.value}
+		for ; next < len(changes) && changes[next].rv <= prev; next++ {
+		}
+		if state != nil && isCovered(covered, prev, rv) {
+			for ; next < len(changes) && changes[next].rv <= rv; next++ {
+				c := changes[next]
+				if c.typ == Deleted {
+					delete(state, c.name)
+				} else {
+					state[c.name] = Object{Name: c.name, ResourceVersion: fmt.Sprint(c.rv), Value: c.value}
+				}
+			}
+			got := map[string]Object{}
+			for _, item := range list.Items {
+				got[item.Name] = item
+			}
+			checked++
+			if !maps.Equal(got, state) {
+				errs = append(errs, fmt.Errorf("%s, at %s: %s", list, list.ListRV, diffObjects(state, got)))
 			}
 		}
-		got := map[string]Object{}
+		// The next list is checked against this one.
+		state = map[string]Object{}
 		for _, item := range list.Items {
-			got[item.Name] = item
+			state[item.Name] = item
 		}
-		checked++
-		if !maps.Equal(got, state) {
-			errs = append(errs, fmt.Errorf("%s, at %s: %s", list, list.ListRV, diffObjects(state, got)))
-		}
+		prev = rv
 	}
 	return checked, errors.Join(errs...)
+}
+
+// span is the revisions (from, to] a watch saw without a break.
+type span struct{ from, to int64 }
+
+// isCovered reports whether the spans cover (from, to] without a break.
+func isCovered(spans []span, from, to int64) bool {
+	if to <= from {
+		return true
+	}
+	reached := from
+	for progress := true; progress && reached < to; {
+		progress = false
+		for _, s := range spans {
+			if s.from <= reached && s.to > reached {
+				reached, progress = s.to, true
+			}
+		}
+	}
+	return reached >= to
 }
 
 // diffObjects says how got differs from want.

@@ -59,7 +59,10 @@ func TestCheckLists(t *testing.T) {
 		{name: "a missing object", list: Op{Kind: List, Outcome: OK, ListRV: "13"}, want: "b missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := CheckLists([]Op{base, tc.list}, watches)
+			checked, err := CheckLists([]Op{base, tc.list}, watches)
+			if checked != 1 {
+				t.Errorf("%d lists checked, want 1", checked)
+			}
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("a good list: %v", err)
@@ -101,5 +104,24 @@ func TestCheckNothingLost(t *testing.T) {
 				t.Errorf("got %v, want a violation saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A list after a break in the watches (one ended with 410 Gone, and the
+// next started later) cannot be checked: it is not, and it is taken as
+// the base of the next.
+func TestCheckListsAfterAGap(t *testing.T) {
+	watches := []Watch{
+		{From: "9", Events: []Event{ev(Added, "a", "10", "1")}, Gone: true},
+		{From: "12", Events: []Event{ev(Added, "b", "13", "3")}},
+	}
+	history := []Op{
+		{Kind: List, Outcome: OK, ListRV: "9"},
+		{Kind: List, Outcome: OK, ListRV: "12", Items: []Object{*obj("a", "11", "2")}},
+		{Kind: List, Outcome: OK, ListRV: "13", Items: []Object{*obj("a", "11", "2"), *obj("b", "13", "3")}},
+	}
+	checked, err := CheckLists(history, watches)
+	if err != nil || checked != 1 {
+		t.Errorf("CheckLists = %d, %v; want the last list checked against the one before the gap, and no violation", checked, err)
 	}
 }

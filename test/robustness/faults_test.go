@@ -1,0 +1,182 @@
+//go:build robustness
+
+package robustness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster"
+)
+
+// pauseFor is how long pause holds a server stopped: longer than the
+// election timeout of a member of a cluster (1 s), so its peers elect
+// without it.
+const pauseFor = 3 * time.Second
+
+// fault is a named, reusable injector: inject applies it to t while the
+// traffic runs, heals it, and returns what it did, the servers to wait for
+// until they are ready again, and when the healing began.
+type fault struct {
+	name string
+	// needsMembers: skipped on a topology whose members cannot be taken
+	// one at a time (single).
+	needsMembers bool
+	inject       func(ctx context.Context, t *topology, r *rand.Rand) (string, []*server, time.Time, error)
+}
+
+var faults = []fault{
+	{name: "kill-leader", inject: func(ctx context.Context, t *topology, _ *rand.Rand) (string, []*server, time.Time, error) {
+		s, err := leaderOrFollower(ctx, t, true)
+		if err != nil {
+			return "", nil, time.Time{}, err
+		}
+		return killAndRestart(ctx, s)
+	}},
+	{name: "kill-follower", needsMembers: true, inject: func(ctx context.Context, t *topology, _ *rand.Rand) (string, []*server, time.Time, error) {
+		s, err := leaderOrFollower(ctx, t, false)
+		if err != nil {
+			return "", nil, time.Time{}, err
+		}
+		return killAndRestart(ctx, s)
+	}},
+	{name: "pause", inject: func(ctx context.Context, t *topology, r *rand.Rand) (string, []*server, time.Time, error) {
+		rs := running(t)
+		s := rs[r.IntN(len(rs))]
+		s.pause()
+		sleep(ctx, pauseFor)
+		healed := time.Now()
+		s.resume()
+		return fmt.Sprintf("SIGSTOP %s for %s, then SIGCONT", s.name, pauseFor), []*server{s}, healed, nil
+	}},
+	{name: "restart-all", inject: func(ctx context.Context, t *topology, _ *rand.Rand) (string, []*server, time.Time, error) {
+		t.mu.Lock()
+		servers := append([]*server{}, t.servers...)
+		t.mu.Unlock()
+		for _, s := range servers {
+			s.kill()
+		}
+		healed := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, len(servers))
+		for i, s := range servers {
+			wg.Go(func() { errs[i] = s.start(ctx) })
+		}
+		wg.Wait()
+		return fmt.Sprintf("SIGKILL every server (%d), then start them together", len(servers)), servers, healed, errors.Join(errs...)
+	}},
+	{name: "compact", inject: func(ctx context.Context, t *topology, _ *rand.Rand) (string, []*server, time.Time, error) {
+		s := running(t)[0]
+		healed := time.Now()
+		out, err := s.run(ctx, "etcd", "compact", "--data-dir="+s.dataDir)
+		return "etcd compact on " + s.name + ": " + out, nil, healed, err
+	}},
+	{name: "replace-member", needsMembers: true, inject: func(ctx context.Context, t *topology, _ *rand.Rand) (string, []*server, time.Time, error) {
+		old, err := leaderOrFollower(ctx, t, false)
+		if err != nil {
+			return "", nil, time.Time{}, err
+		}
+		members, err := t.members(ctx)
+		if err != nil {
+			return "", nil, time.Time{}, err
+		}
+		name := ""
+		for _, m := range members {
+			if t.serverOf(m) == old {
+				name = m.Name
+			}
+		}
+		via := t.anyRunningBut(old)
+		if _, err := via.run(ctx, "cluster", "remove", name, "--kubeconfig="+via.kubeconfig); err != nil {
+			return "", nil, time.Time{}, err
+		}
+		// Its server stops once its member applies its own removal.
+		select {
+		case <-old.doneChan():
+		case <-time.After(time.Minute):
+			old.kill()
+		}
+		t.retire(old)
+		healed := time.Now()
+		s, err := t.join(ctx)
+		if err != nil {
+			return "", nil, time.Time{}, err
+		}
+		return fmt.Sprintf("remove %s (%s), join %s", old.name, name, s.name), []*server{s}, healed, nil
+	}},
+}
+
+// leaderOrFollower is the server of the etcd leader, or of a voter that
+// does not lead; on a single server, that server.
+func leaderOrFollower(ctx context.Context, t *topology, leader bool) (*server, error) {
+	if !t.joinable {
+		return t.servers[0], nil
+	}
+	members, err := t.members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range members {
+		if m.Leader == leader && !m.Learner {
+			if s := t.serverOf(m); s != nil {
+				return s, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("no %s among %v", map[bool]string{true: "leader", false: "follower"}[leader], describe(members))
+}
+
+func describe(members []cluster.MemberStatus) []string {
+	var d []string
+	for _, m := range members {
+		d = append(d, fmt.Sprintf("%s(%s leader=%t)", m.Name, m.Role(), m.Leader))
+	}
+	return d
+}
+
+func killAndRestart(ctx context.Context, s *server) (string, []*server, time.Time, error) {
+	s.kill()
+	sleep(ctx, time.Second)
+	healed := time.Now()
+	return "SIGKILL " + s.name + ", start it again after 1 s", []*server{s}, healed, s.start(ctx)
+}
+
+// running are the servers that run.
+func running(t *topology) []*server {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var rs []*server
+	for _, s := range t.servers {
+		s.mu.Lock()
+		if s.running {
+			rs = append(rs, s)
+		}
+		s.mu.Unlock()
+	}
+	return rs
+}
+
+func (t *topology) anyRunningBut(not *server) *server {
+	for _, s := range running(t) {
+		if s != not {
+			return s
+		}
+	}
+	return nil
+}
+
+// retire takes a removed server out of the topology.
+func (t *topology) retire(old *server) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, s := range t.servers {
+		if s == old {
+			t.servers = append(t.servers[:i], t.servers[i+1:]...)
+			return
+		}
+	}
+}

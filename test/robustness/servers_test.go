@@ -1,0 +1,327 @@
+//go:build robustness
+
+package robustness
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster"
+)
+
+// readyTimeout bounds a server's start, a join included.
+const readyTimeout = 2 * time.Minute
+
+// server is one control plane process of a topology, on its own loopback
+// address, started (and killed, paused, restarted) by the run.
+type server struct {
+	name       string
+	binary     string
+	ip         string
+	port       int
+	dataDir    string
+	logDir     string
+	args       []string
+	kubeconfig string
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	starts  int
+	running bool
+}
+
+// freePortOn returns a port free on ip.
+func freePortOn(ip string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close() //nolint:errcheck
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func newServer(binary, dir, name, ip string, extra ...string) (*server, error) {
+	port, err := freePortOn(ip)
+	if err != nil {
+		return nil, err
+	}
+	peerPort, err := freePortOn(ip)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{name: name, binary: binary, ip: ip, port: port,
+		dataDir: filepath.Join(dir, name, "data"), logDir: filepath.Join(dir, name)}
+	s.args = append([]string{"--data-dir=" + s.dataDir, "--bind-address=" + ip, "--secure-port=" + strconv.Itoa(port),
+		"--etcd-peer-port=" + strconv.Itoa(peerPort)}, extra...)
+	return s, os.MkdirAll(s.logDir, 0o700)
+}
+
+func (s *server) url() string { return "https://" + net.JoinHostPort(s.ip, strconv.Itoa(s.port)) }
+
+// start runs the server with its arguments and once (flags for this start
+// only, e.g. --join), and waits until it prints its ready line.
+func (s *server) start(ctx context.Context, once ...string) error {
+	s.mu.Lock()
+	s.starts++
+	logs := filepath.Join(s.logDir, fmt.Sprintf("log-%d.txt", s.starts))
+	out, err := os.Create(logs)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	cmd := exec.Command(s.binary, append(append([]string{}, s.args...), once...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	cmd.Stderr = out
+	if err := cmd.Start(); err != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("starting %s: %w", s.name, err)
+	}
+	s.cmd, s.done, s.running = cmd, make(chan struct{}), true
+	done := s.done
+	s.mu.Unlock()
+
+	ready := make(chan string, 1)
+	go func() {
+		scanner := bufio.NewScanner(stdout)
+		for scanner.Scan() {
+			line := scanner.Text()
+			fmt.Fprintln(out, line)
+			if path, ok := strings.CutPrefix(line, "  export KUBECONFIG="); ok {
+				ready <- path
+			}
+		}
+		io.Copy(io.Discard, stdout) //nolint:errcheck
+	}()
+	go func() {
+		cmd.Wait()  //nolint:errcheck // ended, as the run asked or not
+		out.Close() //nolint:errcheck
+		s.mu.Lock()
+		s.running = false
+		s.mu.Unlock()
+		close(done)
+	}()
+	timer := time.NewTimer(readyTimeout)
+	defer timer.Stop()
+	select {
+	case s.kubeconfig = <-ready:
+		return nil
+	case <-done:
+		return fmt.Errorf("%s exited before it was ready (%s)", s.name, logs)
+	case <-timer.C:
+		s.kill()
+		return fmt.Errorf("%s was not ready within %s (%s)", s.name, readyTimeout, logs)
+	case <-ctx.Done():
+		s.kill()
+		return ctx.Err()
+	}
+}
+
+func (s *server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running {
+		s.cmd.Process.Signal(sig) //nolint:errcheck // it may have exited
+	}
+}
+
+// kill ends the server at once (SIGKILL) and waits for it.
+func (s *server) kill() {
+	s.signal(syscall.SIGCONT)
+	s.signal(syscall.SIGKILL)
+	s.wait()
+}
+
+// stop ends the server as a user does (SIGTERM), within a bound.
+func (s *server) stop() {
+	s.signal(syscall.SIGCONT)
+	s.signal(syscall.SIGTERM)
+	select {
+	case <-s.doneChan():
+	case <-time.After(30 * time.Second):
+		s.kill()
+	}
+}
+
+func (s *server) pause()  { s.signal(syscall.SIGSTOP) }
+func (s *server) resume() { s.signal(syscall.SIGCONT) }
+
+func (s *server) doneChan() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		d := make(chan struct{})
+		close(d)
+		return d
+	}
+	return s.done
+}
+
+func (s *server) wait() { <-s.doneChan() }
+
+// config is a client configuration of the server's admin.
+func (s *server) config() (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Host = s.url()
+	cfg.TLSClientConfig.ServerName = s.ip
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.Timeout = 10 * time.Second
+	return cfg, nil
+}
+
+// run runs a subcommand of the binary against the server.
+func (s *server) run(ctx context.Context, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.binary, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w: %s", s.binary, strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// topology is a set of servers serving one API.
+type topology struct {
+	name string
+	// mu guards servers, which faults change while the traffic reads them.
+	mu      sync.Mutex
+	servers []*server
+	// joinable: the servers' members form a cluster, and members can be
+	// killed, paused and replaced one at a time.
+	joinable bool
+	binary   string
+	dir      string
+	next     int
+}
+
+// startSingle starts one server on its embedded etcd.
+func startSingle(ctx context.Context, binary, dir string) (*topology, error) {
+	s, err := newServer(binary, dir, "server-0", "127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	t := &topology{name: "single", servers: []*server{s}, binary: binary, dir: dir, next: 1}
+	return t, s.start(ctx)
+}
+
+// startJoined starts three servers on 127.0.0.1, .2 and .3, the first with
+// --cluster-init, the others joined with a token.
+func startJoined(ctx context.Context, binary, dir string) (*topology, error) {
+	t := &topology{name: "joined", joinable: true, binary: binary, dir: dir}
+	first, err := newServer(binary, dir, "server-0", "127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	t.servers = append(t.servers, first)
+	t.next = 1
+	if err := first.start(ctx, "--cluster-init"); err != nil {
+		return t, err
+	}
+	for range 2 {
+		if _, err := t.join(ctx); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+// join starts a new server on the next loopback address, joined to the
+// cluster through a running server, with a single-use token.
+func (t *topology) join(ctx context.Context) (*server, error) {
+	via := t.anyRunning()
+	if via == nil {
+		return nil, errors.New("no running server to join through")
+	}
+	token, err := via.run(ctx, "token", "create", "--kubeconfig="+via.kubeconfig, "--single-use", "--ttl=10m")
+	if err != nil {
+		return nil, err
+	}
+	ip := fmt.Sprintf("127.0.0.%d", t.next+1)
+	s, err := newServer(t.binary, t.dir, fmt.Sprintf("server-%d", t.next), ip)
+	if err != nil {
+		return nil, err
+	}
+	t.next++
+	tokenFile := filepath.Join(s.logDir, "token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		return nil, err
+	}
+	if err := s.start(ctx, "--join="+via.url(), "--token-file="+tokenFile); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.servers = append(t.servers, s)
+	t.mu.Unlock()
+	return s, nil
+}
+
+func (t *topology) anyRunning() *server {
+	if rs := running(t); len(rs) > 0 {
+		return rs[0]
+	}
+	return nil
+}
+
+// members lists the cluster's members through a running server.
+func (t *topology) members(ctx context.Context) ([]cluster.MemberStatus, error) {
+	via := t.anyRunning()
+	if via == nil {
+		return nil, errors.New("no running server")
+	}
+	out, err := via.run(ctx, "cluster", "members", "-o", "json", "--kubeconfig="+via.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	var members []cluster.MemberStatus
+	return members, json.Unmarshal([]byte(out), &members)
+}
+
+// serverOf is the server whose member has peer URL on its address.
+func (t *topology) serverOf(m cluster.MemberStatus) *server {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range t.servers {
+		for _, u := range m.PeerURLs {
+			if strings.Contains(u, "//"+s.ip+":") {
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+// teardown kills every server.
+func (t *topology) teardown() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range t.servers {
+		s.kill()
+	}
+}
