@@ -196,7 +196,9 @@ func runOnce(t *testing.T, binary, topo string, f fault, dir string, seed uint64
 	})
 	for i := range claimClients {
 		r := rand.New(rand.NewPCG(seed, uint64(1000+i)))
-		wg.Go(func() { claimClient(trafficCtx, i, func() versioned.Interface { _, c := clients.pick(i); return c }, r) })
+		wg.Go(func() {
+			claimClient(trafficCtx, i, func() versioned.Interface { _, c := clients.pick(i); return c }, r)
+		})
 	}
 
 	var timeline []string
