@@ -69,9 +69,9 @@ func (o *Options) ApplyToProcess(logs bool) (flush func(), err error) {
 // flag or a port in use fails before the cluster is touched. A start that
 // fails after Join, before the server is ready, takes its member back out
 // (JoinedMember.Undo); one that is stopped (ctx done) keeps it, to go on
-// where it was at the next start. On the way out: Run frees the port when it stops,
-// then etcd is closed and the data dir unlocked. ready, if not nil, is
-// called once the server serves (its Ready). Apply the flags first
+// where it was at the next start. On the way out: Run frees the port when
+// it stops, then etcd is closed and the data dir unlocked. ready, if not
+// nil, is called once the server serves (its Ready). Apply the flags first
 // (ApplyToProcess).
 func Serve(ctx context.Context, o *Options, ready func(*Server)) error {
 	if err := o.Validate(); err != nil {
