@@ -10,8 +10,8 @@
 #               and external (a control plane reached only by its kubeconfig)
 #   make robustness
 #               recorded client histories under faults (kills, pauses, restarts,
-#               compaction, member replacement) on a single server and on three
-#               joined ones, checked for linearizability, watch guarantees, the
+#               compaction, member replacement) on a single server, on three
+#               joined ones and on two over an external etcd, checked for linearizability, watch guarantees, the
 #               registry's invariants and lost writes (docs/testing.md, "Robustness");
 #               ROBUSTNESS_TOPOLOGIES, ROBUSTNESS_FAULTS, ROBUSTNESS_RUNS narrow or lengthen it
 #   make fuzz   each fuzz target (API decoding and validation, the allocator's
@@ -99,8 +99,8 @@ e2e: build kubectl sample-apiserver etcd fuzz
 # checkers' own tests run in make test). A violation names the results
 # directory: the history, porcupine's view, the servers' logs, the timeline.
 ROBUSTNESS_TIMEOUT ?= 20m
-robustness: build
-	SGCP_BINARY=$(BINARY) $(GO) test -tags robustness -timeout $(ROBUSTNESS_TIMEOUT) -count=1 -v -run TestRobustness ./test/robustness/
+robustness: build etcd
+	SGCP_BINARY=$(BINARY) SGCP_ETCD=$(ETCD) $(GO) test -tags robustness -timeout $(ROBUSTNESS_TIMEOUT) -count=1 -v -run TestRobustness ./test/robustness/
 
 # The fuzz targets (docs/testing.md, "Fuzzing"), as module directory,
 # package and target: one go test each, since go fuzzes one target at a

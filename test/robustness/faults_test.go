@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster"
@@ -24,9 +23,10 @@ const pauseFor = 3 * time.Second
 type fault struct {
 	name string
 	// needsMembers: skipped on a topology whose members cannot be taken
-	// one at a time (single).
-	needsMembers bool
-	inject       func(ctx context.Context, t *topology, r *rand.Rand) (string, []*server, time.Time, error)
+	// one at a time (single); needsJoined: on one whose members are not
+	// the servers' own (single, external).
+	needsMembers, needsJoined bool
+	inject                    func(ctx context.Context, t *topology, r *rand.Rand) (string, []*server, time.Time, error)
 }
 
 var faults = []fault{
@@ -35,23 +35,26 @@ var faults = []fault{
 		if err != nil {
 			return "", nil, time.Time{}, err
 		}
-		return killAndRestart(ctx, s)
+		return killAndRestart(ctx, t, s)
 	}},
 	{name: "kill-follower", needsMembers: true, inject: func(ctx context.Context, t *topology, _ *rand.Rand) (string, []*server, time.Time, error) {
 		s, err := leaderOrFollower(ctx, t, false)
 		if err != nil {
 			return "", nil, time.Time{}, err
 		}
-		return killAndRestart(ctx, s)
+		return killAndRestart(ctx, t, s)
 	}},
 	{name: "pause", inject: func(ctx context.Context, t *topology, r *rand.Rand) (string, []*server, time.Time, error) {
 		rs := running(t)
+		if len(rs) == 0 {
+			return "", nil, time.Time{}, errors.New("no process runs to pause")
+		}
 		s := rs[r.IntN(len(rs))]
 		s.pause()
 		sleep(ctx, pauseFor)
 		healed := time.Now()
 		s.resume()
-		return fmt.Sprintf("SIGSTOP %s for %s, then SIGCONT", s.name, pauseFor), []*server{s}, healed, nil
+		return fmt.Sprintf("SIGSTOP %s for %s, then SIGCONT", s.name, pauseFor), apiServers(running(t)), healed, nil
 	}},
 	{name: "restart-all", inject: func(ctx context.Context, t *topology, _ *rand.Rand) (string, []*server, time.Time, error) {
 		t.mu.Lock()
@@ -61,26 +64,35 @@ var faults = []fault{
 			s.kill()
 		}
 		healed := time.Now()
-		var wg sync.WaitGroup
-		errs := make([]error, len(servers))
-		for i, s := range servers {
-			wg.Go(func() { errs[i] = s.start(ctx) })
+		// etcd's own members first, when they are processes of their
+		// own: the API servers check etcd as they start.
+		var members, apis []*server
+		for _, s := range servers {
+			if s.api {
+				apis = append(apis, s)
+			} else {
+				members = append(members, s)
+			}
 		}
-		wg.Wait()
-		return fmt.Sprintf("SIGKILL every server (%d), then start them together", len(servers)), servers, healed, errors.Join(errs...)
+		err := errors.Join(startTogether(ctx, members), startTogether(ctx, apis))
+		return fmt.Sprintf("SIGKILL every process (%d), then start them together", len(servers)), apis, healed, err
 	}},
 	{name: "compact", inject: func(ctx context.Context, t *topology, _ *rand.Rand) (string, []*server, time.Time, error) {
-		s := running(t)[0]
+		s := apiServers(running(t))[0]
+		args := []string{"etcd", "compact", "--data-dir=" + s.dataDir}
+		if !t.joined && t.members {
+			args = append([]string{"etcd", "compact"}, t.etcdFlags...)
+		}
 		healed := time.Now()
-		out, err := s.run(ctx, "etcd", "compact", "--data-dir="+s.dataDir)
-		return "etcd compact on " + s.name + ": " + out, nil, healed, err
+		out, err := s.run(ctx, args...)
+		return "etcd compact through " + s.name + ": " + out, nil, healed, err
 	}},
-	{name: "replace-member", needsMembers: true, inject: func(ctx context.Context, t *topology, _ *rand.Rand) (string, []*server, time.Time, error) {
+	{name: "replace-member", needsMembers: true, needsJoined: true, inject: func(ctx context.Context, t *topology, _ *rand.Rand) (string, []*server, time.Time, error) {
 		old, err := leaderOrFollower(ctx, t, false)
 		if err != nil {
 			return "", nil, time.Time{}, err
 		}
-		members, err := t.members(ctx)
+		members, err := t.clusterMembers(ctx)
 		if err != nil {
 			return "", nil, time.Time{}, err
 		}
@@ -91,6 +103,9 @@ var faults = []fault{
 			}
 		}
 		via := t.anyRunningBut(old)
+		if via == nil {
+			return "", nil, time.Time{}, errors.New("no other server runs to remove the member through")
+		}
 		if _, err := via.run(ctx, "cluster", "remove", name, "--kubeconfig="+via.kubeconfig); err != nil {
 			return "", nil, time.Time{}, err
 		}
@@ -111,12 +126,16 @@ var faults = []fault{
 }
 
 // leaderOrFollower is the server of the etcd leader, or of a voter that
-// does not lead; on a single server, that server.
+// does not lead (on external, the etcd member); on a single server, that
+// server.
 func leaderOrFollower(ctx context.Context, t *topology, leader bool) (*server, error) {
-	if !t.joinable {
+	switch {
+	case !t.members:
 		return t.servers[0], nil
+	case !t.joined:
+		return t.etcdLeaderOrFollower(ctx, leader)
 	}
-	members, err := t.members(ctx)
+	members, err := t.clusterMembers(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -138,11 +157,22 @@ func describe(members []cluster.MemberStatus) []string {
 	return d
 }
 
-func killAndRestart(ctx context.Context, s *server) (string, []*server, time.Time, error) {
+func killAndRestart(ctx context.Context, t *topology, s *server) (string, []*server, time.Time, error) {
 	s.kill()
 	sleep(ctx, time.Second)
 	healed := time.Now()
-	return "SIGKILL " + s.name + ", start it again after 1 s", []*server{s}, healed, s.start(ctx)
+	return "SIGKILL " + s.name + ", start it again after 1 s", apiServers(running(t)), healed, s.start(ctx)
+}
+
+// apiServers are the API servers among servers.
+func apiServers(servers []*server) []*server {
+	var apis []*server
+	for _, s := range servers {
+		if s.api {
+			apis = append(apis, s)
+		}
+	}
+	return apis
 }
 
 // running are the servers that run.
@@ -161,7 +191,7 @@ func running(t *topology) []*server {
 }
 
 func (t *topology) anyRunningBut(not *server) *server {
-	for _, s := range running(t) {
+	for _, s := range apiServers(running(t)) {
 		if s != not {
 			return s
 		}

@@ -76,6 +76,11 @@ func porcupineOperations(history []Op) []porcupine.Operation {
 		ops = append(ops, porcupine.Operation{ClientId: op.Client, Input: op, Call: op.Call, Output: op, Return: ret})
 	}
 	for _, op := range history {
+		if op.Outcome == Failed || (op.Outcome == Unknown && (op.Kind == Get || op.Kind == List)) {
+			// It changed nothing and read nothing: it cannot change the
+			// verdict, only lengthen the search.
+			continue
+		}
 		if op.Kind != List {
 			add(op)
 			continue

@@ -83,6 +83,18 @@ func TestCheckLinearizable(t *testing.T) {
 			want: porcupine.Ok,
 		},
 		{
+			name: "a lost update hidden behind one of unknown outcome",
+			history: []Op{
+				{Client: 0, Kind: Create, Name: "a", Value: "1", Outcome: OK, Result: obj("a", "10", "1"), Call: 0, Return: 10},
+				{Client: 0, Kind: Update, Name: "a", Value: "2", Precondition: "10", Outcome: Unknown, Call: 20, Return: 30},
+				// A conflict at version 10: the update took effect...
+				{Client: 1, Kind: Update, Name: "a", Value: "3", Precondition: "10", Outcome: Conflict, Call: 40, Return: 50},
+				// ...so a delete at version 10 must fail.
+				{Client: 2, Kind: Delete, Name: "a", Precondition: "10", Outcome: OK, Call: 60, Return: 70},
+			},
+			want: porcupine.Illegal,
+		},
+		{
 			name: "a delete with a stale precondition that succeeds",
 			history: []Op{
 				{Client: 0, Kind: Create, Name: "a", Value: "1", Outcome: OK, Result: obj("a", "10", "1"), Call: 0, Return: 10},

@@ -9,8 +9,9 @@ import (
 // have healed and the traffic has stopped, holds every acknowledged write
 // that nothing could have overwritten: for each object, the acknowledged
 // create, update or delete that returned last, unless another write of it
-// (acknowledged or of unknown outcome) returned after that one was called,
-// and so may have come after it.
+// may have come after it: an acknowledged one that returned after that one
+// was called, or one of unknown outcome (which may take effect any time
+// after its call).
 func CheckNothingLost(history []Op, final []Object) (int, error) {
 	last := map[string]Op{}
 	for _, op := range history {

@@ -139,7 +139,16 @@ func written(s objectState, op Op) []interface{} {
 // apply is s after the write op, at resourceVersion rv (0: unknown), if
 // op's preconditions hold (or may hold) in s.
 func apply(s objectState, op Op, rv int64) (objectState, bool) {
-	matches := func() bool { return s.RV == 0 || fmt.Sprint(s.RV) == op.Precondition }
+	// While the object's resourceVersion is unknown (a write of unknown
+	// outcome gave it one above LastRV), only a precondition above LastRV
+	// may match it.
+	matches := func() bool {
+		if s.RV != 0 {
+			return fmt.Sprint(s.RV) == op.Precondition
+		}
+		pre, err := revision(op.Precondition)
+		return err == nil && pre > s.LastRV
+	}
 	switch op.Kind {
 	case Create:
 		if s.Exists {

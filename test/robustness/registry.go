@@ -9,8 +9,12 @@ import (
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 )
 
+// Reset starts the claims over in a history of ClaimEvents: the watch
+// ended with 410 Gone, and the claims listed again follow (as Added).
+const Reset EventType = "RESET"
+
 // ClaimEvent is one event of a watch of NetworkClaims: the claim as it was
-// at its resourceVersion, or as it was deleted.
+// at its resourceVersion, or as it was deleted; or a Reset.
 type ClaimEvent struct {
 	Type  EventType                       `json:"type"`
 	Claim networkingv1alpha1.NetworkClaim `json:"claim"`
@@ -39,6 +43,9 @@ func CheckRegistry(events []ClaimEvent) (int, error) {
 		switch e.Type {
 		case Bookmark:
 			continue
+		case Reset:
+			claims = map[string]networkingv1alpha1.NetworkClaim{}
+			continue
 		case Deleted:
 			delete(claims, e.Claim.Name)
 		default:
@@ -64,7 +71,7 @@ func checkOverlaps(claims map[string]networkingv1alpha1.NetworkClaim) error {
 			if err != nil {
 				return fmt.Errorf("claim %s holds %q, which is no prefix", c.Name, r.Prefix)
 			}
-			h := held{claim: c.Name, prefix: p, from: r.DelegatedFrom}
+			h := held{claim: c.Name, prefix: p.Masked(), from: r.DelegatedFrom}
 			all = append(all, h)
 			byKey[h.String()] = h
 		}
@@ -93,10 +100,15 @@ func delegatedFrom(a, b held, byKey map[string]held) bool {
 		if a.from == nil {
 			return false
 		}
-		if a.from.Claim == b.claim && a.from.Prefix == b.prefix.String() {
+		from, err := netip.ParsePrefix(a.from.Prefix)
+		if err != nil {
+			return false
+		}
+		from = from.Masked()
+		if a.from.Claim == b.claim && from == b.prefix {
 			return true
 		}
-		parent, ok := byKey[a.from.Claim+"/"+a.from.Prefix]
+		parent, ok := byKey[a.from.Claim+"/"+from.String()]
 		if !ok {
 			return false
 		}

@@ -47,6 +47,19 @@ func TestCheckRegistry(t *testing.T) {
 			{Type: Added, Claim: claim("first", "10", allocated("y", "10.1.0.0/16"))},
 			{Type: Added, Claim: claim("second", "11", allocated("y", "10.1.2.0/24"))},
 		}, want: "overlap"},
+		{name: "released while the watch was gone", events: []ClaimEvent{
+			{Type: Added, Claim: claim("first", "10", allocated("y", "10.1.0.0/24"))},
+			{Type: Reset},
+			{Type: Added, Claim: claim("second", "12", allocated("y", "10.1.0.0/24"))},
+		}},
+		{name: "a delegation named in another form", events: []ClaimEvent{
+			{Type: Added, Claim: claim("pool", "10", allocated("pool", "fd00::/48"))},
+			{Type: Added, Claim: claim("x", "11", func() networkingv1alpha1.AddressSpaceStatus {
+				r := allocated("x", "fd00:0:0:1::/64")
+				r.DelegatedFrom = &networkingv1alpha1.ClaimedPrefix{Claim: "pool", Prefix: "FD00:0000::/48"}
+				return r
+			}())},
+		}},
 		{name: "released, then allocated to another", events: []ClaimEvent{
 			{Type: Added, Claim: claim("first", "10", allocated("y", "10.1.0.0/24"))},
 			{Type: Deleted, Claim: claim("first", "11", allocated("y", "10.1.0.0/24"))},

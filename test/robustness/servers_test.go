@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -40,6 +41,12 @@ type server struct {
 	logDir     string
 	args       []string
 	kubeconfig string
+
+	// api: an API server, which the traffic goes through (else an etcd
+	// member of the external topology).
+	api bool
+	// ready, if set, says the process is ready (else its ready line).
+	ready func(ctx context.Context) error
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -67,7 +74,7 @@ func newServer(binary, dir, name, ip string, extra ...string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{name: name, binary: binary, ip: ip, port: port,
+	s := &server{name: name, binary: binary, ip: ip, port: port, api: true,
 		dataDir: filepath.Join(dir, name, "data"), logDir: filepath.Join(dir, name)}
 	s.args = append([]string{"--data-dir=" + s.dataDir, "--bind-address=" + ip, "--secure-port=" + strconv.Itoa(port),
 		"--etcd-peer-port=" + strconv.Itoa(peerPort)}, extra...)
@@ -103,8 +110,12 @@ func (s *server) start(ctx context.Context, once ...string) error {
 	done := s.done
 	s.mu.Unlock()
 
+	// The output to the log (and the ready line looked for in it), then
+	// the process's end: the log is closed once both are over.
 	ready := make(chan string, 1)
+	copied := make(chan struct{})
 	go func() {
+		defer close(copied)
 		scanner := bufio.NewScanner(stdout)
 		for scanner.Scan() {
 			line := scanner.Text()
@@ -116,17 +127,38 @@ func (s *server) start(ctx context.Context, once ...string) error {
 		io.Copy(io.Discard, stdout) //nolint:errcheck
 	}()
 	go func() {
-		cmd.Wait()  //nolint:errcheck // ended, as the run asked or not
+		cmd.Wait() //nolint:errcheck // ended, as the run asked or not
+		<-copied
 		out.Close() //nolint:errcheck
 		s.mu.Lock()
 		s.running = false
 		s.mu.Unlock()
 		close(done)
 	}()
+
+	if s.ready != nil {
+		readyCtx, cancel := context.WithTimeout(ctx, readyTimeout)
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() { errc <- s.ready(readyCtx) }()
+		select {
+		case err := <-errc:
+			if err != nil {
+				s.kill()
+				return fmt.Errorf("%s was not ready: %w (%s)", s.name, err, logs)
+			}
+			return nil
+		case <-done:
+			return fmt.Errorf("%s exited before it was ready (%s)", s.name, logs)
+		}
+	}
 	timer := time.NewTimer(readyTimeout)
 	defer timer.Stop()
 	select {
-	case s.kubeconfig = <-ready:
+	case path := <-ready:
+		s.mu.Lock()
+		s.kubeconfig = path
+		s.mu.Unlock()
 		return nil
 	case <-done:
 		return fmt.Errorf("%s exited before it was ready (%s)", s.name, logs)
@@ -183,7 +215,10 @@ func (s *server) wait() { <-s.doneChan() }
 
 // config is a client configuration of the server's admin.
 func (s *server) config() (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
+	s.mu.Lock()
+	kubeconfig := s.kubeconfig
+	s.mu.Unlock()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -213,12 +248,18 @@ type topology struct {
 	// mu guards servers, which faults change while the traffic reads them.
 	mu      sync.Mutex
 	servers []*server
-	// joinable: the servers' members form a cluster, and members can be
-	// killed, paused and replaced one at a time.
-	joinable bool
-	binary   string
-	dir      string
-	next     int
+	// members: the topology's etcd has several members, to kill or
+	// pause one at a time (joined, external).
+	members bool
+	// joined: the members are the servers' embedded ones (joined), else
+	// processes of their own (external); etcdFlags and etcdClient reach
+	// those.
+	joined     bool
+	etcdFlags  []string
+	etcdClient clientv3.Config
+	binary     string
+	dir        string
+	next       int
 }
 
 // startSingle starts one server on its embedded etcd.
@@ -234,7 +275,7 @@ func startSingle(ctx context.Context, binary, dir string) (*topology, error) {
 // startJoined starts three servers on 127.0.0.1, .2 and .3, the first with
 // --cluster-init, the others joined with a token.
 func startJoined(ctx context.Context, binary, dir string) (*topology, error) {
-	t := &topology{name: "joined", joinable: true, binary: binary, dir: dir}
+	t := &topology{name: "joined", members: true, joined: true, binary: binary, dir: dir}
 	first, err := newServer(binary, dir, "server-0", "127.0.0.1")
 	if err != nil {
 		return nil, err
@@ -282,15 +323,16 @@ func (t *topology) join(ctx context.Context) (*server, error) {
 	return s, nil
 }
 
+// anyRunning is an API server that runs.
 func (t *topology) anyRunning() *server {
-	if rs := running(t); len(rs) > 0 {
+	if rs := apiServers(running(t)); len(rs) > 0 {
 		return rs[0]
 	}
 	return nil
 }
 
-// members lists the cluster's members through a running server.
-func (t *topology) members(ctx context.Context) ([]cluster.MemberStatus, error) {
+// clusterMembers lists the cluster's members through a running server.
+func (t *topology) clusterMembers(ctx context.Context) ([]cluster.MemberStatus, error) {
 	via := t.anyRunning()
 	if via == nil {
 		return nil, errors.New("no running server")

@@ -82,6 +82,8 @@ type objectClient struct {
 	// known are the resourceVersions this client last saw, by name.
 	known map[string]string
 	seq   int
+	// lastList is the resourceVersion of the client's last list.
+	lastList string
 }
 
 func (c *objectClient) run(ctx context.Context) {
@@ -175,15 +177,9 @@ func (c *objectClient) get(ctx context.Context, name string) {
 	c.record(Op{Kind: Get, Name: name}, call, err, cm)
 }
 
-// lastListRV is a resourceVersion a list answered, for lists at it.
-var lastListRV sync.Map
-
-func (c *objectClient) anyKnownListRV() string {
-	if v, ok := lastListRV.Load(c.id); ok {
-		return v.(string)
-	}
-	return ""
-}
+// anyKnownListRV is the resourceVersion the client's last list answered,
+// for a list at it.
+func (c *objectClient) anyKnownListRV() string { return c.lastList }
 
 // list reads the key space, two objects a page: at rv (Exact), or a
 // consistent list when rv is empty.
@@ -225,7 +221,7 @@ func (c *objectClient) list(ctx context.Context, rv string) {
 		op.Items, op.ListRV = nil, ""
 		time.Sleep(50 * time.Millisecond)
 	} else {
-		lastListRV.Store(c.id, op.ListRV)
+		c.lastList = op.ListRV
 	}
 	c.rec.add(op)
 }
@@ -282,6 +278,7 @@ func (w *watcher) run(ctx context.Context, from string) {
 		if rec.Gone {
 			from = w.relist(ctx)
 		}
+		sleep(ctx, 50*time.Millisecond)
 	}
 }
 
@@ -298,20 +295,26 @@ func (w *watcher) relist(ctx context.Context) string {
 }
 
 // claimWatcher records every NetworkClaim event, from the first list on,
-// starting again from the last one it saw.
+// starting again from the last one it saw. After 410 Gone it lists the
+// claims again and records them after a Reset: what was deleted meanwhile
+// is not in the list.
 func claimWatcher(ctx context.Context, pick func() versioned.Interface, rec *recorder, from string) {
 	for ctx.Err() == nil {
 		wi, err := pick().NetworkingV1alpha1().NetworkClaims().Watch(ctx, metav1.ListOptions{ResourceVersion: from, AllowWatchBookmarks: true, TimeoutSeconds: ptr(int64(30))})
 		if err != nil {
 			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-				// The registry's invariants are checked at every
-				// revision seen: start again from now.
-				from = ""
+				from = relistClaims(ctx, pick, rec)
 			}
 			sleep(ctx, 200*time.Millisecond)
 			continue
 		}
+		gone := false
 		for e := range wi.ResultChan() {
+			if e.Type == watch.Error {
+				status := apierrors.FromObject(e.Object)
+				gone = apierrors.IsResourceExpired(status) || apierrors.IsGone(status)
+				break
+			}
 			c, ok := e.Object.(*networkingv1alpha1.NetworkClaim)
 			if !ok {
 				break
@@ -325,7 +328,30 @@ func claimWatcher(ctx context.Context, pick func() versioned.Interface, rec *rec
 			rec.mu.Unlock()
 		}
 		wi.Stop()
+		if gone {
+			from = relistClaims(ctx, pick, rec)
+		}
+		sleep(ctx, 50*time.Millisecond)
 	}
+}
+
+// relistClaims lists the claims after 410 Gone and records them after a
+// Reset; it returns the list's revision.
+func relistClaims(ctx context.Context, pick func() versioned.Interface, rec *recorder) string {
+	for ctx.Err() == nil {
+		list, err := pick().NetworkingV1alpha1().NetworkClaims().List(ctx, metav1.ListOptions{})
+		if err == nil {
+			rec.mu.Lock()
+			rec.claims = append(rec.claims, ClaimEvent{Type: Reset})
+			for _, c := range list.Items {
+				rec.claims = append(rec.claims, ClaimEvent{Type: Added, Claim: c})
+			}
+			rec.mu.Unlock()
+			return list.ResourceVersion
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+	return ""
 }
 
 // claimClient creates and releases NetworkClaims: exact prefixes from a
