@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/cluster"
@@ -106,8 +107,18 @@ var faults = []fault{
 		if via == nil {
 			return "", nil, time.Time{}, errors.New("no other server runs to remove the member through")
 		}
-		if _, err := via.run(ctx, "cluster", "remove", name, "--kubeconfig="+via.kubeconfig); err != nil {
-			return "", nil, time.Time{}, err
+		// etcd removes a member only once every voter has been
+		// connected for 5 s, which a member joined a moment ago has not
+		// (the command says so): asked again, as a user would.
+		var removeErr error
+		for range 30 {
+			if _, removeErr = via.run(ctx, "cluster", "remove", name, "--kubeconfig="+via.kubeconfig); removeErr == nil || !strings.Contains(removeErr.Error(), "unhealthy cluster") {
+				break
+			}
+			sleep(ctx, time.Second)
+		}
+		if removeErr != nil {
+			return "", nil, time.Time{}, removeErr
 		}
 		// Its server stops once its member applies its own removal.
 		select {
