@@ -272,6 +272,7 @@ func (c CompletedConfig) installCluster(mux *mux.PathRecorderMux) (*clusterParts
 	mux.Handle(jointoken.JoinPath, cluster.NewJoinHandler(etcd, jointoken.NewStore(kube),
 		c.Options.DataDir.PKI.Dir, c.Options.ControlPlane.Etcd.EncryptionProviderConfigFilepath))
 	members := cluster.NewMembers(etcd, kube, c.Options.Membership.Name)
+	members.LocalRemoved = c.EmbeddedEtcd.Removed
 	mux.Handle(cluster.MembersPath, members.Handler())
 	mux.HandlePrefix(cluster.MembersPath+"/", members.Handler())
 	return &clusterParts{etcd: etcd, members: members, apiServerURL: c.advertisedURL()}, nil

@@ -47,16 +47,17 @@ type restoreFunc func(file, dir string) (snapshot.Status, error)
 // dataDir with one restored from snapshot (see snapshot.RestoreMember),
 // and keeps the PKI and kubeconfig. It holds the data dir's lock while it
 // works, so it refuses while a control plane runs there, and a control
-// plane cannot start in the middle of it.
+// plane cannot start in the middle of it. ctx bounds the question to the
+// member's peers, for a member of a cluster.
 //
 // The replaced member data is moved aside (RestoreResult.ReplacedDir); the
 // next start removes it once the restored member is ready. When the restore
 // fails, the data dir is left as it was.
-func RestoreSnapshot(dataDir, file string) (*RestoreResult, error) {
-	return restoreSnapshot(dataDir, file, snapshot.RestoreMember, time.Now())
+func RestoreSnapshot(ctx context.Context, dataDir, file string) (*RestoreResult, error) {
+	return restoreSnapshot(ctx, dataDir, file, snapshot.RestoreMember, time.Now())
 }
 
-func restoreSnapshot(dataDir, file string, restore restoreFunc, now time.Time) (*RestoreResult, error) {
+func restoreSnapshot(ctx context.Context, dataDir, file string, restore restoreFunc, now time.Time) (*RestoreResult, error) {
 	dataDir, err := filepath.Abs(dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir %q: %w", dataDir, err)
@@ -94,7 +95,7 @@ func restoreSnapshot(dataDir, file string, restore restoreFunc, now time.Time) (
 		return nil, fmt.Errorf("cannot restore: %w", err)
 	}
 	defer lock.release()
-	result, err := restoreLocked(dataDir, file, restore, now)
+	result, err := restoreLocked(ctx, dataDir, file, restore, now)
 	if err != nil && created {
 		// Under the lock: a control plane that starts meanwhile fails
 		// to take it, rather than finding its data dir removed.
@@ -103,7 +104,7 @@ func restoreSnapshot(dataDir, file string, restore restoreFunc, now time.Time) (
 	return result, err
 }
 
-func restoreLocked(dataDir, file string, restore restoreFunc, now time.Time) (*RestoreResult, error) {
+func restoreLocked(ctx context.Context, dataDir, file string, restore restoreFunc, now time.Time) (*RestoreResult, error) {
 	etcdDir := filepath.Join(dataDir, etcdDirName)
 	hasMember, err := exists(etcdDir)
 	if err != nil {
@@ -130,7 +131,7 @@ func restoreLocked(dataDir, file string, restore restoreFunc, now time.Time) (*R
 		return nil, err
 	}
 	if hasMember && membership != nil {
-		if err := refuseWhilePeersRun(dataDir, membership); err != nil {
+		if err := refuseWhilePeersRun(ctx, dataDir, membership); err != nil {
 			return nil, err
 		}
 	}
@@ -183,9 +184,9 @@ func restoreLocked(dataDir, file string, restore restoreFunc, now time.Time) (*R
 // quorum of their own, beside the restored one. Stopped, they refuse to
 // start again until they have joined the restored server (the check of
 // embeddedetcd's start).
-func refuseWhilePeersRun(dataDir string, m *embeddedetcd.Membership) error {
+func refuseWhilePeersRun(ctx context.Context, dataDir string, m *embeddedetcd.Membership) error {
 	creds := pki.Paths(filepath.Join(dataDir, pkiDirName))
-	live, err := embeddedetcd.LivePeers(context.Background(), embeddedetcd.Config{
+	live, err := embeddedetcd.LivePeers(ctx, embeddedetcd.Config{
 		DataDir:           filepath.Join(dataDir, etcdDirName),
 		Name:              m.Name,
 		PeerURL:           m.PeerURL,

@@ -124,7 +124,7 @@ func TestRestoreSnapshotReplacesMember(t *testing.T) {
 	file := snapshotFile(t)
 	before := tree(t, dir)
 
-	result, err := restoreSnapshot(dir, file, fakeRestore(nil), restoreTime)
+	result, err := restoreSnapshot(t.Context(), dir, file, fakeRestore(nil), restoreTime)
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
@@ -159,7 +159,7 @@ func TestRestoreSnapshotReplacesMember(t *testing.T) {
 	}
 
 	// A second restore in the same second finds the name taken.
-	result, err = restoreSnapshot(dir, file, fakeRestore(nil), restoreTime)
+	result, err = restoreSnapshot(t.Context(), dir, file, fakeRestore(nil), restoreTime)
 	if err != nil {
 		t.Fatalf("second restore: %v", err)
 	}
@@ -230,7 +230,7 @@ func TestRestoreSnapshotLeavesDataDirOnFailure(t *testing.T) {
 			if tc.prepare != nil {
 				undo = tc.prepare(t, dir)
 			}
-			_, err := restoreSnapshot(dir, file, tc.restore, restoreTime)
+			_, err := restoreSnapshot(t.Context(), dir, file, tc.restore, restoreTime)
 			undo()
 			if err == nil {
 				t.Fatal("restore succeeded")
@@ -251,7 +251,7 @@ func TestRestoreSnapshotRefusesExternalEtcdDataDir(t *testing.T) {
 	dir := t.TempDir()
 	etcdtest.WriteFiles(t, dir, map[string]string{"admin.kubeconfig": "kubeconfig", "pki/ca.crt": "ca"})
 	before := tree(t, dir)
-	_, err := restoreSnapshot(dir, snapshotFile(t), fakeRestore(nil), restoreTime)
+	_, err := restoreSnapshot(t.Context(), dir, snapshotFile(t), fakeRestore(nil), restoreTime)
 	if err == nil {
 		t.Fatal("restore into the data dir of a control plane on external etcd succeeded")
 	}
@@ -271,13 +271,13 @@ func TestRestoreSnapshotRefusesExternalEtcdDataDir(t *testing.T) {
 // and removed again when the restore fails.
 func TestRestoreSnapshotNewDataDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "new")
-	if _, err := restoreSnapshot(dir, snapshotFile(t), fakeRestore(errors.New("disk full")), restoreTime); err == nil {
+	if _, err := restoreSnapshot(t.Context(), dir, snapshotFile(t), fakeRestore(errors.New("disk full")), restoreTime); err == nil {
 		t.Fatal("failing restore succeeded")
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a failed restore into a new data dir left it behind (%v)", err)
 	}
-	result, err := restoreSnapshot(dir, snapshotFile(t), fakeRestore(nil), restoreTime)
+	result, err := restoreSnapshot(t.Context(), dir, snapshotFile(t), fakeRestore(nil), restoreTime)
 	if err != nil {
 		t.Fatalf("restore into a new data dir: %v", err)
 	}
@@ -342,7 +342,7 @@ func TestRestoreSnapshotOfRealMember(t *testing.T) {
 	}
 	member.Close()
 
-	result, err := RestoreSnapshot(dir, path)
+	result, err := RestoreSnapshot(t.Context(), dir, path)
 	if err != nil {
 		t.Fatalf("RestoreSnapshot: %v", err)
 	}
@@ -392,7 +392,7 @@ func TestInterruptedRestore(t *testing.T) {
 				t.Errorf("the refused start changed the data dir:\n%s", strings.Join(diffs, "\n"))
 			}
 
-			if _, err := restoreSnapshot(dir, snapshotFile(t), fakeRestore(nil), restoreTime); err != nil {
+			if _, err := restoreSnapshot(t.Context(), dir, snapshotFile(t), fakeRestore(nil), restoreTime); err != nil {
 				t.Fatalf("a second restore: %v", err)
 			}
 			if err := checkNoInterruptedRestore(dir); err != nil {

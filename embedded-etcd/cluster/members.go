@@ -36,6 +36,12 @@ type Members struct {
 	// self is the local member's name.
 	self  string
 	clock clock.PassiveClock
+	// LocalRemoved, if set, reports whether the local member was removed
+	// from its cluster (embeddedetcd.Server.Removed): etcd panics when
+	// asked for the status of a member that applied its own removal
+	// (RaftCluster.IsLocalMemberLearner: "failed to find local ID in
+	// cluster members"), in the moment before its server stops.
+	LocalRemoved func() bool
 }
 
 // NewMembers returns the membership as the local member self sees it; etcd
@@ -123,6 +129,9 @@ func (m *Members) view(ctx context.Context) (*view, error) {
 // localStatus is the local member's status: its ID, the leader it knows,
 // its database size.
 func (m *Members) localStatus(ctx context.Context) (*clientv3.StatusResponse, error) {
+	if m.LocalRemoved != nil && m.LocalRemoved() {
+		return nil, fmt.Errorf("the local etcd member %s was removed from its cluster", m.self)
+	}
 	// A client in the member's process (embeddedetcd.Server.Client) has
 	// no endpoint: it asks its member, whatever the endpoint.
 	endpoint := ""

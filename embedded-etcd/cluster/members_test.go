@@ -241,3 +241,16 @@ func TestRemoveLeader(t *testing.T) {
 		t.Fatalf("List after the removal: %+v, %v; want 2 members", got, err)
 	}
 }
+
+// A member removed from its cluster is not asked for its status, which
+// etcd answers with a panic once the member applied its own removal: List
+// says it was removed, and the server, which stops on its own removal, does
+// not crash on the way.
+func TestListOfARemovedMember(t *testing.T) {
+	c := startTestCluster(t, 1)
+	m := c.members[0].members
+	m.LocalRemoved = func() bool { return true }
+	if _, err := m.List(t.Context()); err == nil || !strings.Contains(err.Error(), "was removed from its cluster") {
+		t.Errorf("List on a removed member: %v; want it to say the member was removed", err)
+	}
+}

@@ -177,7 +177,7 @@ no client ever sees a resourceVersion go back. A control plane that uses --etcd-
 its objects in that cluster: restore it with etcdutl snapshot restore.`,
 		Args: exactArgs("FILE", "e.g. sample-generic-controlplane snapshot restore /backup/cp.db"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			result, err := datadir.RestoreSnapshot(dataDir, args[0])
+			result, err := datadir.RestoreSnapshot(cmd.Context(), dataDir, args[0])
 			if err != nil {
 				return err
 			}
