@@ -62,7 +62,9 @@ func CheckLists(history []Op, watches []Watch) (int, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", list, err))
 			continue
 		}
-		for ; next < len(changes) && changes[next].rv <= prev; next++ {
+		// Changes up to the previous list are in state already.
+		for next < len(changes) && changes[next].rv <= prev {
+			next++
 		}
 		if state != nil && isCovered(covered, prev, rv) {
 			for ; next < len(changes) && changes[next].rv <= rv; next++ {

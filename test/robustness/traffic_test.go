@@ -101,8 +101,8 @@ func (c *objectClient) run(ctx context.Context) {
 		case n < 92:
 			c.list(ctx, "")
 		default:
-			if rv := c.anyKnownListRV(); rv != "" {
-				c.list(ctx, rv)
+			if c.lastList != "" {
+				c.list(ctx, c.lastList)
 			}
 		}
 	}
@@ -176,10 +176,6 @@ func (c *objectClient) get(ctx context.Context, name string) {
 	cm, err := c.pick().CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
 	c.record(Op{Kind: Get, Name: name}, call, err, cm)
 }
-
-// anyKnownListRV is the resourceVersion the client's last list answered,
-// for a list at it.
-func (c *objectClient) anyKnownListRV() string { return c.lastList }
 
 // list reads the key space, two objects a page: at rv (Exact), or a
 // consistent list when rv is empty.
