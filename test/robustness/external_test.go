@@ -6,12 +6,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/etcdclient"
 	"sigs.k8s.io/sample-generic-controlplane/embedded-etcd/maintenance"
@@ -22,47 +26,55 @@ import (
 const etcdMembers = 3
 
 // startExternal starts three etcd members (processes of SGCP_ETCD, client
-// and peer TLS with client certificates) and two API servers on them.
+// and peer TLS with client certificates) and two API servers on them, each
+// on a host of its own: the members listen for clients on the client
+// bridge and for their peers on the peer bridge.
 func startExternal(ctx context.Context, binary, etcdBinary, dir string) (*topology, error) {
 	if etcdBinary == "" {
 		return nil, errors.New("SGCP_ETCD names no etcd binary: run make robustness, which builds it (make etcd)")
 	}
-	t := &topology{name: "external", binary: binary, dir: dir, members: true}
-	creds, err := externaltlstest.NewCredentials(filepath.Join(dir, "tls"))
+	t, err := newTopology(ctx, "external", binary, dir)
 	if err != nil {
 		return nil, err
 	}
+	t.members = true
+	var hosts []*host
+	var addresses []string
+	for range etcdMembers {
+		h, err := t.net.addHost(ctx)
+		if err != nil {
+			return t, err
+		}
+		hosts, addresses = append(hosts, h), append(addresses, h.clientIP, h.peerIP)
+	}
+	creds, err := externaltlstest.NewCredentials(filepath.Join(dir, "tls"), addresses...)
+	if err != nil {
+		return t, err
+	}
 	var initial, clientURLs []string
-	for i := range etcdMembers {
-		clientPort, err := freePortOn("127.0.0.1")
-		if err != nil {
-			return nil, err
-		}
-		peerPort, err := freePortOn("127.0.0.1")
-		if err != nil {
-			return nil, err
-		}
+	for i, h := range hosts {
 		name := fmt.Sprintf("etcd-%d", i)
-		client, peer := "https://127.0.0.1:"+strconv.Itoa(clientPort), "https://127.0.0.1:"+strconv.Itoa(peerPort)
+		client := "https://" + net.JoinHostPort(h.clientIP, strconv.Itoa(etcdClientPort))
+		peer := "https://" + net.JoinHostPort(h.peerIP, strconv.Itoa(etcdPeerPort))
 		initial, clientURLs = append(initial, name+"="+peer), append(clientURLs, client)
-		s := &server{name: name, binary: etcdBinary, ip: "127.0.0.1", port: clientPort, logDir: filepath.Join(dir, name), dataDir: filepath.Join(dir, name, "data")}
+		s := &server{name: name, binary: etcdBinary, host: h, port: etcdClientPort, logDir: filepath.Join(dir, name), dataDir: filepath.Join(dir, name, "data")}
 		s.args = append([]string{"--name=" + name, "--data-dir=" + s.dataDir,
 			"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
 			"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
 			"--initial-cluster-token=robustness", "--log-level=warn"}, creds.MemberFlags()...)
 		if err := os.MkdirAll(s.logDir, 0o700); err != nil {
-			return nil, err
+			return t, err
 		}
 		t.servers = append(t.servers, s)
 	}
 	t.etcdFlags = append([]string{"--etcd-servers=" + strings.Join(clientURLs, ",")}, creds.ClientFlags()...)
-	if t.etcdClient, err = etcdclient.Config(clientURLs, creds.CAFile, creds.ClientCertFile, creds.ClientKeyFile); err != nil {
-		return nil, err
+	if t.etcdClient, err = t.etcdConfig(clientURLs, creds); err != nil {
+		return t, err
 	}
-	for _, s := range t.servers {
+	for i, s := range t.servers {
 		s.args = append(s.args, "--initial-cluster="+strings.Join(initial, ","))
 		s.ready = func(ctx context.Context) error {
-			cfg, err := etcdclient.Config([]string{"https://127.0.0.1:" + strconv.Itoa(s.port)}, creds.CAFile, creds.ClientCertFile, creds.ClientKeyFile)
+			cfg, err := t.etcdConfig(clientURLs[i:i+1], creds)
 			if err != nil {
 				return err
 			}
@@ -83,7 +95,11 @@ func startExternal(ctx context.Context, binary, etcdBinary, dir string) (*topolo
 		return t, err
 	}
 	for i := range 2 {
-		s, err := newServer(binary, dir, fmt.Sprintf("server-%d", i), fmt.Sprintf("127.0.0.%d", i+1), t.etcdFlags...)
+		h, err := t.net.addHost(ctx)
+		if err != nil {
+			return t, err
+		}
+		s, err := newServer(binary, dir, fmt.Sprintf("server-%d", i), h, t.etcdFlags...)
 		if err != nil {
 			return t, err
 		}
@@ -93,6 +109,16 @@ func startExternal(ctx context.Context, binary, etcdBinary, dir string) (*topolo
 		}
 	}
 	return t, nil
+}
+
+// etcdConfig is a client of the external members, dialing from where the
+// run's clients are.
+func (t *topology) etcdConfig(endpoints []string, creds *externaltlstest.Credentials) (clientv3.Config, error) {
+	cfg, err := etcdclient.Config(endpoints, creds.CAFile, creds.ClientCertFile, creds.ClientKeyFile)
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithContextDialer(func(ctx context.Context, address string) (net.Conn, error) {
+		return t.net.dial(ctx, "tcp", address)
+	}))
+	return cfg, err
 }
 
 // startTogether starts servers at once, as a cluster's members must be.

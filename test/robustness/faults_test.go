@@ -18,6 +18,11 @@ import (
 // without it.
 const pauseFor = 3 * time.Second
 
+// partitionFor is how long a partition keeps a member off its peers:
+// several election timeouts, so that the others elect without it and a
+// leader cut off steps down.
+const partitionFor = 5 * time.Second
+
 // fault is a named, reusable injector: inject applies it to t while the
 // traffic runs, heals it, and returns what it did, the servers to wait for
 // until they are ready again, and when the healing began.
@@ -56,6 +61,20 @@ var faults = []fault{
 		healed := time.Now()
 		s.resume()
 		return fmt.Sprintf("SIGSTOP %s for %s, then SIGCONT", s.name, pauseFor), apiServers(running(t)), healed, nil
+	}},
+	{name: "partition-member", needsMembers: true, inject: func(ctx context.Context, t *topology, _ *rand.Rand) (string, []*server, time.Time, error) {
+		s, err := leaderOrFollower(ctx, t, false)
+		if err != nil {
+			return "", nil, time.Time{}, err
+		}
+		return partition(ctx, t, s)
+	}},
+	{name: "partition-leader", needsMembers: true, inject: func(ctx context.Context, t *topology, _ *rand.Rand) (string, []*server, time.Time, error) {
+		s, err := leaderOrFollower(ctx, t, true)
+		if err != nil {
+			return "", nil, time.Time{}, err
+		}
+		return partition(ctx, t, s)
 	}},
 	{name: "restart-all", inject: func(ctx context.Context, t *topology, _ *rand.Rand) (string, []*server, time.Time, error) {
 		t.mu.Lock()
@@ -173,6 +192,22 @@ func killAndRestart(ctx context.Context, t *topology, s *server) (string, []*ser
 	sleep(ctx, time.Second)
 	healed := time.Now()
 	return "SIGKILL " + s.name + ", start it again after 1 s", apiServers(running(t)), healed, s.start(ctx)
+}
+
+// partition cuts the host of s's member off its peers for partitionFor,
+// then heals it; the clients reach every API server throughout.
+func partition(ctx context.Context, t *topology, s *server) (string, []*server, time.Time, error) {
+	if err := s.host.cut(ctx); err != nil {
+		return "", nil, time.Time{}, err
+	}
+	sleep(ctx, partitionFor)
+	healed := time.Now()
+	// Healed even when the run was cancelled, so that the servers stop as
+	// they would.
+	if err := s.host.heal(context.WithoutCancel(ctx)); err != nil {
+		return "", nil, time.Time{}, err
+	}
+	return fmt.Sprintf("cut %s off its peers for %s, then heal", s.name, partitionFor), apiServers(running(t)), healed, nil
 }
 
 // apiServers are the API servers among servers.

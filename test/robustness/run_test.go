@@ -29,7 +29,7 @@ import (
 // Settings of a run, from the environment (make robustness).
 var (
 	topologies = envList("ROBUSTNESS_TOPOLOGIES", "single,joined,external")
-	faultNames = envList("ROBUSTNESS_FAULTS", "kill-leader,kill-follower,pause,restart-all,compact,replace-member")
+	faultNames = envList("ROBUSTNESS_FAULTS", "kill-leader,kill-follower,pause,partition-member,partition-leader,restart-all,compact,replace-member")
 	runs       = envInt("ROBUSTNESS_RUNS", 1)
 	// injections is how many times a run applies its fault.
 	injections = envInt("ROBUSTNESS_INJECTIONS", 3)
@@ -148,6 +148,11 @@ func (c *clientsOf) pick(i int) (kubernetes.Interface, versioned.Interface) {
 
 func runOnce(t *testing.T, binary, topo string, f fault, dir string, seed uint64) {
 	ctx := t.Context()
+	// The run's own directory: what an earlier run with the same
+	// ROBUSTNESS_RESULTS left there would be started on, not afresh.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -30,12 +30,12 @@ import (
 // readyTimeout bounds a server's start, a join included.
 const readyTimeout = 2 * time.Minute
 
-// server is one control plane process of a topology, on its own loopback
-// address, started (and killed, paused, restarted) by the run.
+// server is one control plane process of a topology, on a host of its
+// own, started (and killed, paused, restarted) by the run.
 type server struct {
 	name       string
 	binary     string
-	ip         string
+	host       *host
 	port       int
 	dataDir    string
 	logDir     string
@@ -53,35 +53,26 @@ type server struct {
 	done    chan struct{}
 	starts  int
 	running bool
+	// exited is how the last process ended (exit status or signal).
+	exited error
 }
 
-// freePortOn returns a port free on ip.
-func freePortOn(ip string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close() //nolint:errcheck
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func newServer(binary, dir, name, ip string, extra ...string) (*server, error) {
-	port, err := freePortOn(ip)
-	if err != nil {
-		return nil, err
-	}
-	peerPort, err := freePortOn(ip)
-	if err != nil {
-		return nil, err
-	}
-	s := &server{name: name, binary: binary, ip: ip, port: port, api: true,
+// newServer is an API server on h: it serves on both of the host's
+// addresses (bound to every address of its namespace), and advertises the
+// peer one, where its etcd member listens, so that the other servers
+// reach it, its member and its API alike, over the peer bridge.
+func newServer(binary, dir, name string, h *host, extra ...string) (*server, error) {
+	s := &server{name: name, binary: binary, host: h, port: apiPort, api: true,
 		dataDir: filepath.Join(dir, name, "data"), logDir: filepath.Join(dir, name)}
-	s.args = append([]string{"--data-dir=" + s.dataDir, "--bind-address=" + ip, "--secure-port=" + strconv.Itoa(port),
-		"--etcd-peer-port=" + strconv.Itoa(peerPort)}, extra...)
+	s.args = append([]string{"--data-dir=" + s.dataDir, "--bind-address=0.0.0.0", "--advertise-address=" + h.peerIP,
+		"--tls-san=" + h.clientIP, "--secure-port=" + strconv.Itoa(apiPort), "--etcd-peer-port=" + strconv.Itoa(etcdPeerPort)}, extra...)
 	return s, os.MkdirAll(s.logDir, 0o700)
 }
 
-func (s *server) url() string { return "https://" + net.JoinHostPort(s.ip, strconv.Itoa(s.port)) }
+// url is where the run's clients reach the server.
+func (s *server) url() string {
+	return "https://" + net.JoinHostPort(s.host.clientIP, strconv.Itoa(s.port))
+}
 
 // start runs the server with its arguments and once (flags for this start
 // only, e.g. --join), and waits until it prints its ready line.
@@ -94,7 +85,7 @@ func (s *server) start(ctx context.Context, once ...string) error {
 		s.mu.Unlock()
 		return err
 	}
-	cmd := exec.Command(s.binary, append(append([]string{}, s.args...), once...)...)
+	cmd := s.host.command(context.Background(), s.binary, append(append([]string{}, s.args...), once...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -127,11 +118,11 @@ func (s *server) start(ctx context.Context, once ...string) error {
 		io.Copy(io.Discard, stdout) //nolint:errcheck
 	}()
 	go func() {
-		cmd.Wait() //nolint:errcheck // ended, as the run asked or not
+		waitErr := cmd.Wait() // ended, as the run asked or not
 		<-copied
 		out.Close() //nolint:errcheck
 		s.mu.Lock()
-		s.running = false
+		s.running, s.exited = false, waitErr
 		s.mu.Unlock()
 		close(done)
 	}()
@@ -149,7 +140,7 @@ func (s *server) start(ctx context.Context, once ...string) error {
 			}
 			return nil
 		case <-done:
-			return fmt.Errorf("%s exited before it was ready (%s)", s.name, logs)
+			return fmt.Errorf("%s exited before it was ready: %v (%s)", s.name, s.exitStatus(), logs)
 		}
 	}
 	timer := time.NewTimer(readyTimeout)
@@ -161,7 +152,7 @@ func (s *server) start(ctx context.Context, once ...string) error {
 		s.mu.Unlock()
 		return nil
 	case <-done:
-		return fmt.Errorf("%s exited before it was ready (%s)", s.name, logs)
+		return fmt.Errorf("%s exited before it was ready: %v (%s)", s.name, s.exitStatus(), logs)
 	case <-timer.C:
 		s.kill()
 		return fmt.Errorf("%s was not ready within %s (%s)", s.name, readyTimeout, logs)
@@ -169,6 +160,12 @@ func (s *server) start(ctx context.Context, once ...string) error {
 		s.kill()
 		return ctx.Err()
 	}
+}
+
+func (s *server) exitStatus() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exited
 }
 
 func (s *server) signal(sig syscall.Signal) {
@@ -223,17 +220,18 @@ func (s *server) config() (*rest.Config, error) {
 		return nil, err
 	}
 	cfg.Host = s.url()
-	cfg.TLSClientConfig.ServerName = s.ip
+	cfg.TLSClientConfig.ServerName = s.host.clientIP
+	cfg.Dial = s.host.net.dial
 	cfg.QPS, cfg.Burst = -1, 0
 	cfg.Timeout = 10 * time.Second
 	return cfg, nil
 }
 
-// run runs a subcommand of the binary against the server.
+// run runs a subcommand of the binary on the server's host.
 func (s *server) run(ctx context.Context, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.binary, args...)
+	cmd := s.host.command(ctx, s.binary, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -245,6 +243,7 @@ func (s *server) run(ctx context.Context, args ...string) (string, error) {
 // topology is a set of servers serving one API.
 type topology struct {
 	name string
+	net  *network
 	// mu guards servers, which faults change while the traffic reads them.
 	mu      sync.Mutex
 	servers []*server
@@ -262,23 +261,48 @@ type topology struct {
 	next       int
 }
 
-// startSingle starts one server on its embedded etcd.
-func startSingle(ctx context.Context, binary, dir string) (*topology, error) {
-	s, err := newServer(binary, dir, "server-0", "127.0.0.1")
+// newTopology is a topology with its network and no server yet.
+func newTopology(ctx context.Context, name, binary, dir string) (*topology, error) {
+	n, err := newNetwork(ctx)
 	if err != nil {
 		return nil, err
 	}
-	t := &topology{name: "single", servers: []*server{s}, binary: binary, dir: dir, next: 1}
+	return &topology{name: name, net: n, binary: binary, dir: dir}, nil
+}
+
+// startSingle starts one server on its embedded etcd.
+func startSingle(ctx context.Context, binary, dir string) (*topology, error) {
+	t, err := newTopology(ctx, "single", binary, dir)
+	if err != nil {
+		return nil, err
+	}
+	h, err := t.net.addHost(ctx)
+	if err != nil {
+		return t, err
+	}
+	s, err := newServer(binary, dir, "server-0", h)
+	if err != nil {
+		return t, err
+	}
+	t.servers, t.next = []*server{s}, 1
 	return t, s.start(ctx)
 }
 
-// startJoined starts three servers on 127.0.0.1, .2 and .3, the first with
+// startJoined starts three servers on hosts of their own, the first with
 // --cluster-init, the others joined with a token.
 func startJoined(ctx context.Context, binary, dir string) (*topology, error) {
-	t := &topology{name: "joined", members: true, joined: true, binary: binary, dir: dir}
-	first, err := newServer(binary, dir, "server-0", "127.0.0.1")
+	t, err := newTopology(ctx, "joined", binary, dir)
 	if err != nil {
 		return nil, err
+	}
+	t.members, t.joined = true, true
+	h, err := t.net.addHost(ctx)
+	if err != nil {
+		return t, err
+	}
+	first, err := newServer(binary, dir, "server-0", h)
+	if err != nil {
+		return t, err
 	}
 	t.servers = append(t.servers, first)
 	t.next = 1
@@ -293,8 +317,8 @@ func startJoined(ctx context.Context, binary, dir string) (*topology, error) {
 	return t, nil
 }
 
-// join starts a new server on the next loopback address, joined to the
-// cluster through a running server, with a single-use token.
+// join starts a new server on a new host, joined to the cluster through a
+// running server, with a single-use token.
 func (t *topology) join(ctx context.Context) (*server, error) {
 	via := t.anyRunning()
 	if via == nil {
@@ -304,8 +328,11 @@ func (t *topology) join(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ip := fmt.Sprintf("127.0.0.%d", t.next+1)
-	s, err := newServer(t.binary, t.dir, fmt.Sprintf("server-%d", t.next), ip)
+	h, err := t.net.addHost(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newServer(t.binary, t.dir, fmt.Sprintf("server-%d", t.next), h)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +378,7 @@ func (t *topology) serverOf(m cluster.MemberStatus) *server {
 	defer t.mu.Unlock()
 	for _, s := range t.servers {
 		for _, u := range m.PeerURLs {
-			if strings.Contains(u, "//"+s.ip+":") {
+			if strings.Contains(u, "//"+s.host.peerIP+":") {
 				return s
 			}
 		}
@@ -359,11 +386,15 @@ func (t *topology) serverOf(m cluster.MemberStatus) *server {
 	return nil
 }
 
-// teardown kills every server.
+// teardown kills every server (those a fault took out of the topology
+// have ended already), then removes the network.
 func (t *topology) teardown() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, s := range t.servers {
 		s.kill()
+	}
+	if t.net != nil {
+		t.net.close()
 	}
 }
