@@ -151,6 +151,7 @@ bench: build
 		-inprocess $(BIN)/bench-envtest-inprocess -binary $(BINARY)
 	$(GO) run ./hack/bench/load -binary $(BINARY) -anchor-apiserver $(BIN)/anchor-apiserver \
 		-anchor-etcd $(BIN)/anchor-etcd -anchor-kcm $(BIN)/anchor-kcm
+	$(GO) run ./hack/bench/restart -binary $(BINARY)
 	$(GO) run ./hack/bench/controllers -binary $(BINARY) -kcm $(BIN)/anchor-kcm
 	$(GO) run ./hack/bench/controllers -binary $(BINARY) -kcm $(BIN)/anchor-kcm \
 		-kcm-args "--kube-api-qps=1000 --kube-api-burst=2000"

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -91,13 +92,18 @@ func (p *Process) Kill() {
 // it measures readiness on loopback and does not authenticate the server
 // (the upstream anchor's certificate is self-signed).
 func WaitReady(port int, p *Process, timeout time.Duration) error {
+	return WaitReadyOn("127.0.0.1", port, p, timeout)
+}
+
+// WaitReadyOn is WaitReady for a server on another loopback address.
+func WaitReadyOn(ip string, port int, p *Process, timeout time.Duration) error {
 	client := &http.Client{
 		Timeout:   time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // see above
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", port)
+	url := "https://" + net.JoinHostPort(ip, strconv.Itoa(port)) + "/readyz"
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if resp, err := client.Do(req); err == nil {
@@ -117,8 +123,11 @@ func WaitReady(port int, p *Process, timeout time.Duration) error {
 }
 
 // FreePort returns a loopback port free at the time of the call.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func FreePort() (int, error) { return FreePortOn("127.0.0.1") }
+
+// FreePortOn returns a port free on ip at the time of the call.
+func FreePortOn(ip string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		return 0, err
 	}
