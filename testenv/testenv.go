@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,8 +57,9 @@ type Options struct {
 	// --bind-address=127.0.0.1 and --namespace-deletion-grace-period=0
 	// before them.
 	Flags []string
-	// StartTimeout bounds the wait for readiness, and each wait for CRDs to
-	// be served; DefaultStartTimeout if zero.
+	// StartTimeout bounds the wait for readiness (and, unless
+	// InstallTimeout is set, each wait for CRDs to be served and webhooks
+	// to take effect); DefaultStartTimeout if zero.
 	StartTimeout time.Duration
 	// CRDPaths are CRD files (.yaml, .yml or .json, with one or more
 	// documents) or directories of them (not read recursively), as
@@ -69,6 +71,12 @@ type Options struct {
 	// error. CRDs that exist already (a restart on the same DataDir) are
 	// updated to what the files say.
 	CRDPaths []string
+	// CRDs are CRDs given as objects (envtest's CRDs), installed with
+	// those of CRDPaths; the objects given stay as they are.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// InstallTimeout bounds each wait for the CRDs to be served and for
+	// the webhooks to take effect; StartTimeout if zero.
+	InstallTimeout time.Duration
 	// Webhooks are the suite's admission webhooks and where its webhook
 	// server listens, as envtest's WebhookInstallOptions: configurations
 	// as objects or files, the local serving host, port and certificate
@@ -107,6 +115,9 @@ type TestServer struct {
 	DataDir string
 	// KubeconfigPath is the admin kubeconfig the server wrote.
 	KubeconfigPath string
+	// CRDs are the CRDs of Options.CRDs and Options.CRDPaths as the
+	// server had them once they were served.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// Webhooks are Options.Webhooks prepared and installed:
 	// LocalServingHost, LocalServingPort and LocalServingCertDir (with
 	// tls.crt and tls.key, removed by Stop) are where the suite serves its
@@ -119,11 +130,12 @@ type TestServer struct {
 	process *process
 	// workDir holds the logs and, unless Options.DataDir was given, the
 	// data dir; Stop removes it.
-	workDir      string
-	startTimeout time.Duration
-	stopTimeout  time.Duration
-	stopOnce     sync.Once
-	stopErr      error
+	workDir        string
+	startTimeout   time.Duration
+	installTimeout time.Duration
+	stopTimeout    time.Duration
+	stopOnce       sync.Once
+	stopErr        error
 }
 
 // StartTestServer starts a control plane and waits until it is ready, the
@@ -174,9 +186,15 @@ func Start(ctx context.Context, opts Options) (*TestServer, error) {
 	}
 	// Read the CRDs first: a missing file should fail the test before it
 	// pays for a server.
+	if opts.InstallTimeout == 0 {
+		opts.InstallTimeout = opts.StartTimeout
+	}
 	crds, err := install.ReadCRDs(opts.CRDPaths...)
 	if err != nil {
 		return nil, fmt.Errorf("Options.CRDPaths: %w", err)
+	}
+	for _, crd := range slices.Backward(opts.CRDs) {
+		crds = slices.Insert(crds, 0, crd.DeepCopy())
 	}
 
 	dataDir := opts.DataDir
@@ -200,7 +218,7 @@ func Start(ctx context.Context, opts Options) (*TestServer, error) {
 	if dataDir == "" {
 		dataDir = filepath.Join(workDir, "data")
 	}
-	s := &TestServer{DataDir: dataDir, Webhooks: webhooks, binary: binary, workDir: workDir, startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout}
+	s := &TestServer{DataDir: dataDir, Webhooks: webhooks, binary: binary, workDir: workDir, startTimeout: opts.StartTimeout, installTimeout: opts.InstallTimeout, stopTimeout: opts.StopTimeout}
 	s.process, err = startProcess(binary, serverArgs(s.DataDir, opts.Flags), workDir, attach)
 	if err != nil {
 		return nil, utilerrors.NewAggregate([]error{err, os.RemoveAll(workDir)})
@@ -213,11 +231,11 @@ func Start(ctx context.Context, opts Options) (*TestServer, error) {
 	if s.ClientConfig, err = adminConfig(s.KubeconfigPath); err != nil {
 		return nil, utilerrors.NewAggregate([]error{err, s.Stop()})
 	}
-	if _, err := install.InstallCRDs(ctx, s.ClientConfig, crds, opts.StartTimeout); err != nil {
+	if s.CRDs, err = install.InstallCRDs(ctx, s.ClientConfig, crds, opts.InstallTimeout); err != nil {
 		return nil, utilerrors.NewAggregate([]error{fmt.Errorf("Options.CRDPaths: %w", err), s.Stop()})
 	}
 	if webhooks != nil {
-		if err := webhooks.Install(ctx, s.ClientConfig, opts.StartTimeout); err != nil {
+		if err := webhooks.Install(ctx, s.ClientConfig, opts.InstallTimeout); err != nil {
 			return nil, utilerrors.NewAggregate([]error{fmt.Errorf("Options.Webhooks: %w", err), s.Stop()})
 		}
 	}
@@ -281,13 +299,13 @@ func (s *TestServer) Stop() error {
 // InstallCRDs creates the CRDs found in paths (files or directories, as
 // Options.CRDPaths) or updates those that exist, and waits until all are
 // served (install.InstallCRDs says what that means), at most the server's
-// StartTimeout. A CRD that converts by webhook is pointed at the server's
+// InstallTimeout. A CRD that converts by webhook is pointed at the server's
 // Webhooks first, as at Start. It returns the CRDs as the server has them,
 // in the order read.
 func (s *TestServer) InstallCRDs(ctx context.Context, paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	// s.Webhooks was prepared at Start: this only reads it, and may run in
 	// parallel.
-	installed, err := install.CRDs(ctx, s.ClientConfig, s.Webhooks, s.startTimeout, paths...)
+	installed, err := install.CRDs(ctx, s.ClientConfig, s.Webhooks, s.installTimeout, paths...)
 	if err != nil {
 		return nil, fmt.Errorf("InstallCRDs: %w", err)
 	}

@@ -28,8 +28,8 @@ type markerServer struct {
 }
 
 // startMarkerServer serves on a free port of host, with the serving
-// certificate Prepare made for it.
-func startMarkerServer(host string, certificate *servingCertificate) (*markerServer, error) {
+// certificate Prepare made for it; the API server calls it at calledHost.
+func startMarkerServer(host, calledHost string, certificate *servingCertificate) (*markerServer, error) {
 	cert, err := tls.X509KeyPair(certificate.cert, certificate.key)
 	if err != nil {
 		return nil, err
@@ -39,7 +39,7 @@ func startMarkerServer(host string, certificate *servingCertificate) (*markerSer
 		return nil, fmt.Errorf("serving the marker webhooks on %s: %w", host, err)
 	}
 	_, port, _ := net.SplitHostPort(listener.Addr().String())
-	m := &markerServer{hostPort: net.JoinHostPort(host, port), called: sets.New[string]()}
+	m := &markerServer{hostPort: net.JoinHostPort(calledHost, port), called: sets.New[string]()}
 	m.server = &http.Server{
 		Handler:           m,
 		ReadHeaderTimeout: 10 * time.Second,

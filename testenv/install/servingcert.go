@@ -23,14 +23,16 @@ type servingCertificate struct {
 }
 
 // newServingCertificate makes a CA for host alone and a serving certificate
-// for host signed by it: an IP address SAN if host is an IP address, else a
-// DNS name SAN. The CA's key is dropped, so the CA trusts nothing else.
+// for host (and the other names given, such as the name the API server
+// calls it by) signed by it: an IP address SAN for each IP address, a DNS
+// name SAN for each other name. The CA's key is dropped, so the CA trusts
+// nothing else.
 //
 // client-go's cert.GenerateSelfSignedCertKey does the same with RSA-2048
 // keys, which take about 0.4 s to generate on a loaded 2-core machine, most
 // of a test server's start; P-256 keys take microseconds. The CA comes from
 // client-go's helper; client-go has none to sign a certificate with it.
-func newServingCertificate(host string) (*servingCertificate, error) {
+func newServingCertificate(host string, others ...string) (*servingCertificate, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -57,10 +59,12 @@ func newServingCertificate(host string) (*servingCertificate, error) {
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
 	}
-	if ip := net.ParseIP(host); ip != nil {
-		template.IPAddresses = []net.IP{ip}
-	} else {
-		template.DNSNames = []string{host}
+	for _, name := range append([]string{host}, others...) {
+		if ip := net.ParseIP(name); ip != nil {
+			template.IPAddresses = append(template.IPAddresses, ip)
+		} else {
+			template.DNSNames = append(template.DNSNames, name)
+		}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, template, ca, key.Public(), caKey)
 	if err != nil {

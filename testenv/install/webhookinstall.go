@@ -67,7 +67,7 @@ func (o *WebhookOptions) Install(ctx context.Context, cfg *rest.Config, timeout 
 	if err != nil {
 		return err
 	}
-	server, err := startMarkerServer(o.LocalServingHost, o.certificate)
+	server, err := startMarkerServer(o.LocalServingHost, o.calledHost(o.LocalServingHost), o.certificate)
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,12 @@ type WebhookOptions struct {
 	// and the API server calls, an IP address or a DNS name; the serving
 	// certificate is for it. DefaultLocalServingHost if empty.
 	LocalServingHost string
+	// LocalServingHostExternalName, if set, is the name the API server
+	// calls the suite's webhook server by, where it differs from
+	// LocalServingHost (an API server in a container or on another
+	// machine): the webhooks' URLs name it, and the serving certificate is
+	// for both names.
+	LocalServingHostExternalName string
 	// LocalServingPort is the port the suite's webhook server listens on;
 	// Prepare picks a free one on LocalServingHost if zero.
 	LocalServingPort int
@@ -155,11 +161,15 @@ func (o *WebhookOptions) Prepare() error {
 			return fmt.Errorf("WebhookOptions.LocalServingPort: %w", err)
 		}
 	}
-	certificate, err := newServingCertificate(host)
+	var external []string
+	if o.LocalServingHostExternalName != "" {
+		external = []string{o.LocalServingHostExternalName}
+	}
+	certificate, err := newServingCertificate(host, external...)
 	if err != nil {
 		return fmt.Errorf("WebhookOptions.LocalServingHost: %w", err)
 	}
-	server := localServer{hostPort: net.JoinHostPort(host, strconv.Itoa(port)), caBundle: certificate.ca}
+	server := localServer{hostPort: net.JoinHostPort(o.calledHost(host), strconv.Itoa(port)), caBundle: certificate.ca}
 	// Every webhook is patched (the copies) before anything is written or
 	// set, so that a mistake in one leaves no directory behind and o as
 	// it was.
@@ -220,7 +230,7 @@ func (o *WebhookOptions) PatchConversion(crds []*apiextensionsv1.CustomResourceD
 	if err := o.Prepare(); err != nil {
 		return err
 	}
-	server := localServer{hostPort: net.JoinHostPort(o.LocalServingHost, strconv.Itoa(o.LocalServingPort)), caBundle: o.LocalServingCAData}
+	server := localServer{hostPort: net.JoinHostPort(o.calledHost(o.LocalServingHost), strconv.Itoa(o.LocalServingPort)), caBundle: o.LocalServingCAData}
 	for _, crd := range crds {
 		if !convertsByWebhook(crd) {
 			continue
@@ -250,6 +260,14 @@ func (o *WebhookOptions) PatchConversion(crds []*apiextensionsv1.CustomResourceD
 		cc.Service, cc.URL, cc.CABundle = nil, &u, server.caBundle
 	}
 	return nil
+}
+
+// calledHost is the host the API server calls the webhooks at.
+func (o *WebhookOptions) calledHost(host string) string {
+	if o.LocalServingHostExternalName != "" {
+		return o.LocalServingHostExternalName
+	}
+	return host
 }
 
 // Cleanup removes LocalServingCertDir if Prepare made it.

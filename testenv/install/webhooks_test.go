@@ -3,6 +3,7 @@ package install
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -415,5 +416,46 @@ func TestPrepareWebhooks(t *testing.T) {
 	}
 	if mine.LocalServingPort != 0 || mine.LocalServingCAData != nil {
 		t.Errorf("PrepareWebhooks prepared the caller's options in place: %+v", mine)
+	}
+}
+
+// An API server that calls the suite's webhook server by another name
+// (LocalServingHostExternalName) gets URLs with that name, and a
+// certificate valid for both names.
+func TestPrepareExternalName(t *testing.T) {
+	o := &WebhookOptions{
+		LocalServingHost:             "127.0.0.1",
+		LocalServingHostExternalName: "host.containers.internal",
+		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{{
+			ObjectMeta: metav1.ObjectMeta{Name: "v"},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "v.example.com", ClientConfig: admissionregistrationv1.WebhookClientConfig{
+				Service: &admissionregistrationv1.ServiceReference{Namespace: "system", Name: "webhook-service", Path: new("/validate")}}}},
+		}},
+	}
+	if err := o.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Cleanup() }) //nolint:errcheck
+	want := fmt.Sprintf("https://host.containers.internal:%d/validate", o.LocalServingPort)
+	if got := o.ValidatingWebhooks[0].Webhooks[0].ClientConfig.URL; got == nil || *got != want {
+		t.Errorf("the webhook's URL is %v, want %s", got, want)
+	}
+	if o.LocalServingHost != "127.0.0.1" {
+		t.Errorf("LocalServingHost = %s, want 127.0.0.1, where the suite's server listens", o.LocalServingHost)
+	}
+	pair, err := tls.X509KeyPair(o.certificate.cert, o.certificate.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(o.LocalServingCAData)
+	for _, name := range []string{"127.0.0.1", "host.containers.internal"} {
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: name}); err != nil {
+			t.Errorf("the serving certificate is not valid for %s: %v", name, err)
+		}
 	}
 }
