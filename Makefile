@@ -149,6 +149,7 @@ bench: build
 	$(GO) build -o $(BIN)/bench-envtest-inprocess ./hack/bench/envtest/inprocess
 	$(GO) run ./hack/bench/envtest -kube-apiserver $(BIN)/kube-apiserver -etcd $(BIN)/anchor-etcd \
 		-inprocess $(BIN)/bench-envtest-inprocess -binary $(BINARY)
+	$(GO) run ./hack/bench/kubebuilder -kube-apiserver $(BIN)/kube-apiserver -etcd $(BIN)/anchor-etcd -binary $(BINARY)
 	$(GO) run ./hack/bench/load -binary $(BINARY) -anchor-apiserver $(BIN)/anchor-apiserver \
 		-anchor-etcd $(BIN)/anchor-etcd -anchor-kcm $(BIN)/anchor-kcm
 	$(GO) run ./hack/bench/restart -binary $(BINARY)

@@ -58,8 +58,14 @@ var _ = Describe("Gadget Controller", func() {
 			Expect(config.Data).To(HaveKeyWithValue("color", "green"))
 			Expect(k8sClient.Get(ctx, typeNamespacedName, gadget)).To(Succeed())
 			Expect(gadget.Status.ConfigMap).To(Equal(resourceName + "-gadget"))
+		})
 
-			By("Deleting the Gadget: the garbage collector deletes its ConfigMap, which envtest's control plane never does")
+		It("has its ConfigMap garbage collected with it", func() {
+			By("Reconciling, then deleting the Gadget: the garbage collector deletes its ConfigMap, which envtest's control plane never does")
+			controllerReconciler := &GadgetReconciler{Client: k8sClient, Scheme: k8sClient.Scheme()}
+			_, err := controllerReconciler.Reconcile(ctx, reconcile.Request{NamespacedName: typeNamespacedName})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(k8sClient.Get(ctx, typeNamespacedName, gadget)).To(Succeed())
 			Expect(k8sClient.Delete(ctx, gadget)).To(Succeed())
 			Eventually(func() error {
 				return k8sClient.Get(ctx, types.NamespacedName{Namespace: "default", Name: resourceName + "-gadget"}, &corev1.ConfigMap{})
