@@ -302,7 +302,13 @@ func (te *Environment) defaults() error {
 	if te.CRDInstallOptions.Scheme == nil {
 		te.CRDInstallOptions.Scheme = te.Scheme
 	}
-	te.CRDInstallOptions.CRDs = append(te.CRDInstallOptions.CRDs, te.CRDs...)
+	// Merged by name, as envtest merges them: a second Start finds in
+	// CRDs those the first installed.
+	for _, crd := range te.CRDs {
+		if !slices.ContainsFunc(te.CRDInstallOptions.CRDs, func(c *apiextensionsv1.CustomResourceDefinition) bool { return c.Name == crd.Name }) {
+			te.CRDInstallOptions.CRDs = append(te.CRDInstallOptions.CRDs, crd)
+		}
+	}
 	for _, p := range te.CRDDirectoryPaths {
 		if !slices.Contains(te.CRDInstallOptions.Paths, p) {
 			te.CRDInstallOptions.Paths = append(te.CRDInstallOptions.Paths, p)
@@ -349,6 +355,12 @@ func (te *Environment) read() ([]*apiextensionsv1.CustomResourceDefinition, *ins
 	if err != nil {
 		return nil, nil, fmt.Errorf("envtest: CRDDirectoryPaths: %w", err)
 	}
+	// A CRD read from a file wins over an object of the same name, as in
+	// envtest, where the last one read wins: after a first Start, CRDs
+	// holds those it installed from the files.
+	crds = slices.DeleteFunc(crds, func(c *apiextensionsv1.CustomResourceDefinition) bool {
+		return slices.ContainsFunc(fromFiles, func(f *apiextensionsv1.CustomResourceDefinition) bool { return f.Name == c.Name })
+	})
 	crds = append(crds, fromFiles...)
 	w := te.WebhookInstallOptions
 	mutating, validating, err := install.ReadWebhooksSkipping(w.Paths, !w.IgnoreErrorIfPathMissing)
@@ -356,8 +368,8 @@ func (te *Environment) read() ([]*apiextensionsv1.CustomResourceDefinition, *ins
 		return nil, nil, fmt.Errorf("envtest: WebhookInstallOptions.Paths: %w", err)
 	}
 	webhooks := &install.WebhookOptions{
-		MutatingWebhooks:             append(slices.Clone(w.MutatingWebhooks), mutating...),
-		ValidatingWebhooks:           append(slices.Clone(w.ValidatingWebhooks), validating...),
+		MutatingWebhooks:             mergeByName(w.MutatingWebhooks, mutating),
+		ValidatingWebhooks:           mergeByName(w.ValidatingWebhooks, validating),
 		LocalServingHost:             w.LocalServingHost,
 		LocalServingPort:             w.LocalServingPort,
 		LocalServingCertDir:          w.LocalServingCertDir,
@@ -365,6 +377,16 @@ func (te *Environment) read() ([]*apiextensionsv1.CustomResourceDefinition, *ins
 	}
 	setConversion(crds, te.CRDInstallOptions.Scheme, w.IgnoreSchemeConvertible)
 	return crds, webhooks, nil
+}
+
+// mergeByName is objects and then fromFiles, where a configuration read
+// from a file replaces an object of its name: after a first Start, the
+// options hold the configurations it read.
+func mergeByName[T interface{ GetName() string }](objects, fromFiles []T) []T {
+	merged := slices.DeleteFunc(slices.Clone(objects), func(o T) bool {
+		return slices.ContainsFunc(fromFiles, func(f T) bool { return f.GetName() == o.GetName() })
+	})
+	return append(merged, fromFiles...)
 }
 
 // startOnExisting installs the CRDs and webhooks into the cluster of

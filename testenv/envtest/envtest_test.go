@@ -128,6 +128,34 @@ func TestWebhookFieldsAreSetWithoutWebhooks(t *testing.T) {
 	}
 }
 
+// An Environment stopped starts again, on a new control plane, with the
+// same CRDs and webhooks.
+func TestStartAgainAfterStop(t *testing.T) {
+	t.Parallel()
+	te := &Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(kubebuilderConfig, "crd", "bases")},
+		WebhookInstallOptions: WebhookInstallOptions{Paths: []string{filepath.Join(kubebuilderConfig, "webhook")}},
+	}
+	for i := range 2 {
+		cfg, err := te.Start()
+		if err != nil {
+			t.Fatalf("start %d: %v", i+1, err)
+		}
+		if _, err := dynamic.NewForConfigOrDie(cfg).Resource(gadgetsV1).Namespace("default").List(t.Context(), metav1.ListOptions{}); err != nil {
+			t.Errorf("start %d: listing Gadgets: %v", i+1, err)
+		}
+		if n := len(te.CRDs); n != 1 {
+			t.Errorf("start %d: %d CRDs, want 1", i+1, n)
+		}
+		if n := len(te.WebhookInstallOptions.ValidatingWebhooks); n != 1 {
+			t.Errorf("start %d: %d validating configurations, want 1", i+1, n)
+		}
+		if err := te.Stop(); err != nil {
+			t.Fatalf("stop %d: %v", i+1, err)
+		}
+	}
+}
+
 // AddUser gives a client certificate of the user in its groups, on the
 // base configuration's settings.
 func TestAddUser(t *testing.T) {
