@@ -105,8 +105,10 @@ func envtestSuite(suite string) (string, error) {
 	return strings.Join(out, "\n"), nil
 }
 
-// importPath is the path of an import spec line, with or without a name.
+// importPath is the path of an import spec line, with or without a name
+// or a comment.
 func importPath(spec string) string {
+	spec, _, _ = strings.Cut(spec, "//")
 	fields := strings.Fields(spec)
 	return strings.Trim(fields[len(fields)-1], `"`)
 }

@@ -93,10 +93,10 @@ func newNetwork(ctx context.Context) (*network, error) {
 	}
 	for _, args := range steps {
 		if err := ip(ctx, args...); err != nil {
+			n.close()
 			if errors.Is(err, exec.ErrNotFound) || strings.Contains(err.Error(), "Operation not permitted") {
 				return nil, fmt.Errorf("the robustness runs make network namespaces of their own, which needs root and iproute2's ip: %w", err)
 			}
-			n.close()
 			return nil, err
 		}
 	}
@@ -107,6 +107,10 @@ func newNetwork(ctx context.Context) (*network, error) {
 func (n *network) addHost(ctx context.Context) (*host, error) {
 	n.mu.Lock()
 	i := len(n.hosts) + 1
+	if i >= runnerHost {
+		n.mu.Unlock()
+		return nil, fmt.Errorf("a run has room for %d hosts", runnerHost-1)
+	}
 	h := &host{net: n, ns: n.prefix + strconv.Itoa(i), index: i, peerIP: peerNet + strconv.Itoa(i), clientIP: clientNet + strconv.Itoa(i)}
 	n.hosts = append(n.hosts, h)
 	n.mu.Unlock()

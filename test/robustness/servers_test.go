@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -222,6 +224,9 @@ func (s *server) config() (*rest.Config, error) {
 	cfg.Host = s.url()
 	cfg.TLSClientConfig.ServerName = s.host.clientIP
 	cfg.Dial = s.host.net.dial
+	// The hosts' addresses are not loopback: a proxy of the environment
+	// would be used, and is not reachable from the switch namespace.
+	cfg.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
 	cfg.QPS, cfg.Burst = -1, 0
 	cfg.Timeout = 10 * time.Second
 	return cfg, nil

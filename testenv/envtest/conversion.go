@@ -19,9 +19,9 @@ const conversionPath = "/convert"
 // convertible converts by webhook, at /convert of the suite's webhook
 // server (install.PatchConversion points it there, with its CA); any other
 // loses the conversion its manifest says (controller-gen writes a webhook
-// for every CRD of a project with one, which no server would answer),
-// unless ignoreScheme keeps it. CRDs that preserve unknown fields are left
-// as they are.
+// for every CRD of a project with one, which no server would answer).
+// ignoreScheme gives every CRD the webhook, whatever the scheme says. CRDs
+// that preserve unknown fields are left as they are.
 func setConversion(crds []*apiextensionsv1.CustomResourceDefinition, scheme *runtime.Scheme, ignoreScheme bool) {
 	convertible := convertibleKinds(scheme)
 	for _, crd := range crds {
@@ -30,9 +30,6 @@ func setConversion(crds []*apiextensionsv1.CustomResourceDefinition, scheme *run
 		}
 		if !ignoreScheme && !convertible[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] {
 			crd.Spec.Conversion = nil
-			continue
-		}
-		if ignoreScheme && (crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter) {
 			continue
 		}
 		if crd.Spec.Conversion == nil {

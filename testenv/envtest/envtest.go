@@ -41,6 +41,11 @@
 //   - A CRD name defined in two files is an error naming both (envtest
 //     keeps the last), and a document of the kinds read is decoded
 //     strictly: a misspelt field is an error naming it.
+//   - A path that exists but holds nothing of what was asked for is an
+//     error like a missing one: with ErrorIfCRDPathMissing for CRDs, and
+//     for webhooks unless IgnoreErrorIfPathMissing.
+//   - Start waits until the API server calls the webhooks (not only until
+//     their configurations are stored), on an existing cluster too.
 //   - AuthenticatedUser has Config and KubeConfig, not Kubectl.
 //
 // Like envtest it honours USE_EXISTING_CLUSTER,
@@ -151,6 +156,9 @@ type Environment struct {
 	AttachControlPlaneOutput bool
 
 	server *testenv.TestServer
+	// given: the serving fields of WebhookInstallOptions as the suite set
+	// them, before Start filled them in.
+	given servingFields
 	// installed: the CRDs Start installed into an existing cluster, which
 	// CleanUpAfterUse removes at Stop.
 	installed []*apiextensionsv1.CustomResourceDefinition
@@ -191,9 +199,9 @@ type WebhookInstallOptions struct {
 	// webhook server.
 	MutatingWebhooks   []*admissionv1.MutatingWebhookConfiguration
 	ValidatingWebhooks []*admissionv1.ValidatingWebhookConfiguration
-	// IgnoreSchemeConvertible: every CRD that converts by webhook in its
-	// manifest keeps its webhook (pointed at the local server), whatever
-	// the Scheme says; else a CRD's conversion follows the Scheme.
+	// IgnoreSchemeConvertible: every CRD (but those that preserve unknown
+	// fields) converts by the webhook at /convert of the local server,
+	// whatever the Scheme says; else a CRD's conversion follows the Scheme.
 	IgnoreSchemeConvertible bool
 	// IgnoreErrorIfPathMissing: a path that does not exist, or holds no
 	// webhook configuration, is skipped rather than an error.
@@ -241,9 +249,14 @@ func (u *AuthenticatedUser) KubeConfig() ([]byte, error) { return kubeconfigOf(u
 // client configuration once the CRDs are served and the webhooks are in
 // effect.
 func (te *Environment) Start() (*rest.Config, error) {
-	if te.server != nil {
+	if te.server != nil || te.webhooks != nil {
 		return nil, errors.New("envtest: Start called twice; call Stop first")
 	}
+	// What Start fills in of the serving fields goes back at Stop: a
+	// second Start makes its own certificate directory (and removes it),
+	// on the host and port the suite gave, if any.
+	w := te.WebhookInstallOptions
+	te.given = servingFields{host: w.LocalServingHost, port: w.LocalServingPort, certDir: w.LocalServingCertDir, caData: w.LocalServingCAData}
 	if err := te.defaults(); err != nil {
 		return nil, err
 	}
@@ -255,7 +268,7 @@ func (te *Environment) Start() (*rest.Config, error) {
 	defer cancel()
 	if te.useExistingCluster() {
 		if err := te.startOnExisting(ctx, crds, webhooks); err != nil {
-			return nil, err
+			return nil, errors.Join(err, te.Stop())
 		}
 	} else {
 		opts := testenv.Options{
@@ -302,19 +315,16 @@ func (te *Environment) defaults() error {
 	if te.CRDInstallOptions.Scheme == nil {
 		te.CRDInstallOptions.Scheme = te.Scheme
 	}
-	// Merged by name, as envtest merges them: a second Start finds in
-	// CRDs those the first installed.
-	for _, crd := range te.CRDs {
-		if !slices.ContainsFunc(te.CRDInstallOptions.CRDs, func(c *apiextensionsv1.CustomResourceDefinition) bool { return c.Name == crd.Name }) {
-			te.CRDInstallOptions.CRDs = append(te.CRDInstallOptions.CRDs, crd)
-		}
-	}
+	// Merged by name, as envtest merges them: CRDs wins over
+	// CRDInstallOptions.CRDs (and a second Start finds in CRDs those the
+	// first installed).
+	te.CRDInstallOptions.CRDs = mergeByName(te.CRDInstallOptions.CRDs, te.CRDs)
 	for _, p := range te.CRDDirectoryPaths {
 		if !slices.Contains(te.CRDInstallOptions.Paths, p) {
 			te.CRDInstallOptions.Paths = append(te.CRDInstallOptions.Paths, p)
 		}
 	}
-	te.CRDInstallOptions.ErrorIfPathMissing = te.CRDInstallOptions.ErrorIfPathMissing || te.ErrorIfCRDPathMissing
+	te.CRDInstallOptions.ErrorIfPathMissing = te.ErrorIfCRDPathMissing
 	te.CRDInstallOptions.WebhookOptions = te.WebhookInstallOptions
 	return nil
 }
@@ -358,10 +368,7 @@ func (te *Environment) read() ([]*apiextensionsv1.CustomResourceDefinition, *ins
 	// A CRD read from a file wins over an object of the same name, as in
 	// envtest, where the last one read wins: after a first Start, CRDs
 	// holds those it installed from the files.
-	crds = slices.DeleteFunc(crds, func(c *apiextensionsv1.CustomResourceDefinition) bool {
-		return slices.ContainsFunc(fromFiles, func(f *apiextensionsv1.CustomResourceDefinition) bool { return f.Name == c.Name })
-	})
-	crds = append(crds, fromFiles...)
+	crds = mergeByName(crds, fromFiles)
 	w := te.WebhookInstallOptions
 	mutating, validating, err := install.ReadWebhooksSkipping(w.Paths, !w.IgnoreErrorIfPathMissing)
 	if err != nil {
@@ -379,14 +386,15 @@ func (te *Environment) read() ([]*apiextensionsv1.CustomResourceDefinition, *ins
 	return crds, webhooks, nil
 }
 
-// mergeByName is objects and then fromFiles, where a configuration read
-// from a file replaces an object of its name: after a first Start, the
-// options hold the configurations it read.
-func mergeByName[T interface{ GetName() string }](objects, fromFiles []T) []T {
-	merged := slices.DeleteFunc(slices.Clone(objects), func(o T) bool {
-		return slices.ContainsFunc(fromFiles, func(f T) bool { return f.GetName() == o.GetName() })
+// mergeByName is first and then second, where an object of second
+// replaces one of first of its name, as envtest's merges do: a
+// configuration read from a file wins over an object given (after a first
+// Start, the options hold the configurations it read).
+func mergeByName[T interface{ GetName() string }](first, second []T) []T {
+	merged := slices.DeleteFunc(slices.Clone(first), func(o T) bool {
+		return slices.ContainsFunc(second, func(f T) bool { return f.GetName() == o.GetName() })
 	})
-	return append(merged, fromFiles...)
+	return append(merged, second...)
 }
 
 // startOnExisting installs the CRDs and webhooks into the cluster of
@@ -442,8 +450,20 @@ func (te *Environment) Stop() error {
 	if te.webhooks != nil {
 		errs = append(errs, te.webhooks.Cleanup())
 		te.webhooks = nil
+		te.given.restore(&te.WebhookInstallOptions)
 	}
 	return errors.Join(errs...)
+}
+
+// servingFields are where the suite serves its webhooks.
+type servingFields struct {
+	host, certDir string
+	port          int
+	caData        []byte
+}
+
+func (f servingFields) restore(w *WebhookInstallOptions) {
+	w.LocalServingHost, w.LocalServingPort, w.LocalServingCertDir, w.LocalServingCAData = f.host, f.port, f.certDir, f.caData
 }
 
 // uninstall deletes crds from the cluster of cfg and waits, at most

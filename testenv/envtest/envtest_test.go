@@ -150,8 +150,15 @@ func TestStartAgainAfterStop(t *testing.T) {
 		if n := len(te.WebhookInstallOptions.ValidatingWebhooks); n != 1 {
 			t.Errorf("start %d: %d validating configurations, want 1", i+1, n)
 		}
+		certDir := te.WebhookInstallOptions.LocalServingCertDir
 		if err := te.Stop(); err != nil {
 			t.Fatalf("stop %d: %v", i+1, err)
+		}
+		if _, err := os.Stat(certDir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("stop %d: the serving certificate's directory %s: %v, want it removed", i+1, certDir, err)
+		}
+		if te.WebhookInstallOptions.LocalServingCertDir != "" || te.WebhookInstallOptions.LocalServingPort != 0 {
+			t.Errorf("stop %d: WebhookInstallOptions keep %+v, want the serving fields the suite gave (none)", i+1, te.WebhookInstallOptions)
 		}
 	}
 }

@@ -52,9 +52,19 @@ func main() {
 		}
 		*p = abs
 	}
-	root := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(*project)))) // test/consumers/testdata/x → the checkout
+	// The checkout this runs in, for the testenv module and the go line.
+	mod, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}} {{.GoVersion}}").Output()
+	if err != nil {
+		benchutil.Fail(fmt.Errorf("run it in the checkout: go list -m: %w", err))
+	}
+	root, goVersion, _ := strings.Cut(strings.TrimSpace(string(mod)), " ")
 	work, err := os.MkdirTemp("", "sgcp-bench-kubebuilder-")
 	if err != nil {
+		benchutil.Fail(err)
+	}
+	// Failures end the process (os.Exit): the work dir goes first.
+	fail := func(err error) {
+		os.RemoveAll(work) //nolint:errcheck
 		benchutil.Fail(err)
 	}
 	defer os.RemoveAll(work) //nolint:errcheck
@@ -62,19 +72,19 @@ func main() {
 	// envtest finds its binaries by these names in KUBEBUILDER_ASSETS.
 	assets := filepath.Join(work, "assets")
 	if err := os.MkdirAll(assets, 0o755); err != nil {
-		benchutil.Fail(err)
+		fail(err)
 	}
 	for name, target := range map[string]string{"kube-apiserver": *kubeAPIServer, "etcd": *etcd} {
 		if err := os.Symlink(target, filepath.Join(assets, name)); err != nil {
-			benchutil.Fail(err)
+			fail(err)
 		}
 	}
 
 	sides := []*side{{name: "ours"}, {name: "envtest", env: []string{"KUBEBUILDER_ASSETS=" + assets}}}
 	for _, s := range sides {
 		s.dir = filepath.Join(work, s.name)
-		if err := s.prepare(*project, filepath.Join(root, "testenv"), s.name == "envtest"); err != nil {
-			benchutil.Fail(fmt.Errorf("%s: %w", s.name, err))
+		if err := s.prepare(*project, filepath.Join(root, "testenv"), goVersion, s.name == "envtest"); err != nil {
+			fail(fmt.Errorf("%s: %w", s.name, err))
 		}
 		s.env = append(s.env, "SGCP_BINARY="+*binary)
 		s.beforeSuite, s.whole = map[string][]float64{}, map[string][]float64{}
@@ -84,7 +94,7 @@ func main() {
 		for _, suite := range suites {
 			for _, s := range sides {
 				if err := s.run(suite); err != nil {
-					benchutil.Fail(fmt.Errorf("%s, %s: %w", s.name, suite, err))
+					fail(fmt.Errorf("%s, %s: %w", s.name, suite, err))
 				}
 			}
 		}
@@ -107,15 +117,11 @@ type side struct {
 
 // prepare copies the project, writes its go.mod, puts controller-runtime's
 // envtest import back if asked, and compiles each suite.
-func (s *side) prepare(project, testenv string, controllerRuntimeEnvtest bool) error {
+func (s *side) prepare(project, testenv, goVersion string, controllerRuntimeEnvtest bool) error {
 	if err := os.CopyFS(s.dir, os.DirFS(project)); err != nil {
 		return err
 	}
-	goVersion, err := exec.Command("go", "list", "-m", "-f", "{{.GoVersion}}").Output() // ours, run from the checkout
-	if err != nil {
-		return fmt.Errorf("our go version: %w", err)
-	}
-	gomod := fmt.Sprintf("module example.com/kubebuilder-project\n\ngo %s\n\nrequire (\n\tsigs.k8s.io/controller-runtime v0.25.2\n\tsigs.k8s.io/sample-generic-controlplane/testenv v0.0.0-00010101000000-000000000000\n)\n\nreplace sigs.k8s.io/sample-generic-controlplane/testenv => %s\n", strings.TrimSpace(string(goVersion)), testenv)
+	gomod := fmt.Sprintf("module example.com/kubebuilder-project\n\ngo %s\n\nrequire (\n\tsigs.k8s.io/controller-runtime v0.25.2\n\tsigs.k8s.io/sample-generic-controlplane/testenv v0.0.0-00010101000000-000000000000\n)\n\nreplace sigs.k8s.io/sample-generic-controlplane/testenv => %s\n", goVersion, testenv)
 	if err := os.WriteFile(filepath.Join(s.dir, "go.mod"), []byte(gomod), 0o644); err != nil {
 		return err
 	}

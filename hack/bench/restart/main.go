@@ -57,6 +57,7 @@ func main() {
 		cs, err := c.measure(joined, *cycles, *writers, *acks)
 		c.stop()
 		if err != nil {
+			os.RemoveAll(dir) //nolint:errcheck // Fail exits: no deferred call runs
 			benchutil.Fail(err)
 		}
 		report(c.name(joined), cs)
