@@ -65,26 +65,35 @@ func CRDs(ctx context.Context, cfg *rest.Config, webhooks *WebhookOptions, timeo
 // next to the CRDs would leave the test without its API and no word why),
 // and one CRD name defined twice (envtest keeps the last one).
 func ReadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	var (
-		crds []*apiextensionsv1.CustomResourceDefinition
-		from = map[string]string{} // CRD name → where it was read
-	)
-	err := crdManifests.read(paths, func(data []byte, gvk *schema.GroupVersionKind, where string) error {
-		crd, err := decodeCRD(data, gvk)
-		if err != nil {
-			return err
-		}
-		if first, ok := from[crd.Name]; ok {
-			return fmt.Errorf("CustomResourceDefinition %q is defined in %s too; keep one of them", crd.Name, first)
-		}
-		from[crd.Name] = where
-		crds = append(crds, crd)
-		return nil
-	})
-	if err != nil {
+	var c crdCollector
+	if err := crdManifests.read(paths, c.add); err != nil {
 		return nil, err
 	}
-	return crds, nil
+	return c.crds, nil
+}
+
+// crdCollector collects the CRDs read, in order, refusing a name read
+// twice.
+type crdCollector struct {
+	crds []*apiextensionsv1.CustomResourceDefinition
+	from map[string]string // CRD name → where it was read
+}
+
+// add decodes a document of kind gvk read at where.
+func (c *crdCollector) add(data []byte, gvk *schema.GroupVersionKind, where string) error {
+	crd, err := decodeCRD(data, gvk)
+	if err != nil {
+		return err
+	}
+	if first, ok := c.from[crd.Name]; ok {
+		return fmt.Errorf("CustomResourceDefinition %q is defined in %s too; keep one of them", crd.Name, first)
+	}
+	if c.from == nil {
+		c.from = map[string]string{}
+	}
+	c.from[crd.Name] = where
+	c.crds = append(c.crds, crd)
+	return nil
 }
 
 // decodeCRD decodes one document of the kind gvk.

@@ -103,26 +103,14 @@ func (k manifestKind) readSkipping(paths []string, errorIfMissing bool, decode f
 // only when errorIfMissing. Unlike envtest, one CRD name defined twice is
 // an error naming both places (envtest keeps the last one it read).
 func ReadCRDsSkipping(paths []string, errorIfMissing bool) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	var (
-		crds []*apiextensionsv1.CustomResourceDefinition
-		from = map[string]string{} // CRD name → where it was read
-	)
+	var c crdCollector
 	err := crdManifests.readSkipping(paths, errorIfMissing, func(data []byte, gvk *schema.GroupVersionKind, where string) error {
 		if *gvk != apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition") {
 			return errNotWanted
 		}
-		crd, err := decodeCRD(data, gvk)
-		if err != nil {
-			return err
-		}
-		if first, ok := from[crd.Name]; ok {
-			return fmt.Errorf("CustomResourceDefinition %q is defined in %s too; keep one of them", crd.Name, first)
-		}
-		from[crd.Name] = where
-		crds = append(crds, crd)
-		return nil
+		return c.add(data, gvk, where)
 	})
-	return crds, err
+	return c.crds, err
 }
 
 // ReadWebhooksSkipping reads the admissionregistration.k8s.io/v1
