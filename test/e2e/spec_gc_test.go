@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 )
 
 // Deleting an owner with each propagation policy does to its dependents
@@ -127,6 +128,7 @@ func TestSpecGarbageCollection(t *testing.T) {
 					t.Fatal(err)
 				}
 
+				gcObserved(t, configMaps, secrets, prefix)
 				policy := tc.policy
 				if err := configMaps.Delete(ctx, owner.GetName(), metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
 					t.Fatalf("deleting the owner: %v", err)
@@ -135,4 +137,43 @@ func TestSpecGarbageCollection(t *testing.T) {
 			})
 		}
 	})
+}
+
+// gcObserved returns once the garbage collector has seen every ConfigMap
+// and Secret created before the call. A policy applies to the dependents
+// in the collector's graph: one it has not seen yet when its owner goes is
+// later found dangling and deleted, even under Orphan (upstream's own
+// integration test waits for its graph the same way, from inside). The
+// collector takes each resource's changes in order, so a sentinel of that
+// resource collected proves the ones created before it seen: an owner
+// deleted after the call's dependents, with a ConfigMap and a Secret
+// created after them, which the collector deletes.
+func gcObserved(t *testing.T, configMaps, secrets dynamic.ResourceInterface, prefix string) {
+	t.Helper()
+	ctx := t.Context()
+	owner, err := configMaps.Create(ctx, object("v1", "ConfigMap", prefix+"-sentinel-owner"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner.GetName(), UID: owner.GetUID()}
+	var sentinels []dependent
+	for _, s := range []struct {
+		client dynamic.ResourceInterface
+		kind   string
+	}{{configMaps, "ConfigMap"}, {secrets, "Secret"}} {
+		d := dependent{s.client, prefix + "-sentinel-" + strings.ToLower(s.kind)}
+		obj := object("v1", s.kind, d.name)
+		obj.SetOwnerReferences([]metav1.OwnerReference{ref})
+		if _, err := s.client.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		sentinels = append(sentinels, d)
+	}
+	background := metav1.DeletePropagationBackground
+	if err := configMaps.Delete(ctx, owner.GetName(), metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range sentinels {
+		d.waitGone(t)
+	}
 }
