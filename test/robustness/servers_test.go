@@ -185,17 +185,6 @@ func (s *server) kill() {
 	s.wait()
 }
 
-// stop ends the server as a user does (SIGTERM), within a bound.
-func (s *server) stop() {
-	s.signal(syscall.SIGCONT)
-	s.signal(syscall.SIGTERM)
-	select {
-	case <-s.doneChan():
-	case <-time.After(30 * time.Second):
-		s.kill()
-	}
-}
-
 func (s *server) pause()  { s.signal(syscall.SIGSTOP) }
 func (s *server) resume() { s.signal(syscall.SIGCONT) }
 
@@ -263,7 +252,6 @@ type topology struct {
 	etcdClient clientv3.Config
 	binary     string
 	dir        string
-	next       int
 }
 
 // newTopology is a topology with its network and no server yet.
@@ -289,7 +277,7 @@ func startSingle(ctx context.Context, binary, dir string) (*topology, error) {
 	if err != nil {
 		return t, err
 	}
-	t.servers, t.next = []*server{s}, 1
+	t.servers = []*server{s}
 	return t, s.start(ctx)
 }
 
@@ -310,7 +298,6 @@ func startJoined(ctx context.Context, binary, dir string) (*topology, error) {
 		return t, err
 	}
 	t.servers = append(t.servers, first)
-	t.next = 1
 	if err := first.start(ctx, "--cluster-init"); err != nil {
 		return t, err
 	}
@@ -337,11 +324,11 @@ func (t *topology) join(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := newServer(t.binary, t.dir, fmt.Sprintf("server-%d", t.next), h)
+	// Named after its host: a joined topology's hosts are its servers'.
+	s, err := newServer(t.binary, t.dir, fmt.Sprintf("server-%d", h.index-1), h)
 	if err != nil {
 		return nil, err
 	}
-	t.next++
 	tokenFile := filepath.Join(s.logDir, "token")
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		return nil, err
