@@ -410,6 +410,19 @@ func (r *Registry) unindex(name string) {
 	delete(r.allocations, name)
 }
 
+// Changed returns a channel that is closed at the registry's next change: a
+// NetworkClaim added, changed or deleted, as the informer delivers it. To
+// follow the registry, take the channel first, then query, then wait on it,
+// and repeat: a change made between the query and the wait still closes the
+// channel taken before the query. Changes come one claim at a time; a
+// follower that rebuilds a view of the whole registry should let a few
+// arrive before it does.
+func (r *Registry) Changed() <-chan struct{} {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.changed
+}
+
 // notify wakes every waiter; r.mu must be held for writing.
 func (r *Registry) notify() {
 	close(r.changed)

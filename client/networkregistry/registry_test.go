@@ -1392,3 +1392,34 @@ func runWhoHasSteps(t *testing.T, r *Registry, steps []whoHasStep) {
 		})
 	}
 }
+
+// Changed is closed by the next change a follower has not seen, so a
+// follower that takes it before querying misses nothing.
+func TestChanged(t *testing.T) {
+	r, client := startRegistry(t, fixture()...)
+	changed := r.Changed()
+	select {
+	case <-changed:
+		t.Fatal("Changed() was closed before any change after it was taken")
+	default:
+	}
+	if got := held(r.Overlaps(netip.MustParsePrefix("192.168.0.0/16"))); len(got) != 1 {
+		t.Fatalf("Overlaps(192.168.0.0/16) = %q before the change, want one allocation", got)
+	}
+	if err := client.NetworkingV1alpha1().NetworkClaims().Delete(t.Context(), "lb", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(waitTimeout):
+		t.Fatalf("Changed() taken before a deletion was not closed within %s", waitTimeout)
+	}
+	if got := held(r.Overlaps(netip.MustParsePrefix("192.168.0.0/16"))); len(got) != 0 {
+		t.Errorf("Overlaps(192.168.0.0/16) = %q after the channel closed, want the deletion seen", got)
+	}
+	select {
+	case <-r.Changed():
+		t.Error("Changed() taken after the change is already closed")
+	default:
+	}
+}
