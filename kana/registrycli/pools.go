@@ -151,26 +151,46 @@ func apiUtilization(u *networkregistry.PoolUtilization) *v1alpha1.PoolStatus {
 	return out
 }
 
-// printPools writes the pools as pools' table. Figures the registry has not
-// written are "-"; what is known to be nothing is "<none>".
+// printPools writes the pools as pools' table.
 func printPools(w io.Writer, pools []networkregistry.Pool) error {
 	tw := newTabWriter(w)
 	fmt.Fprintln(tw, "CLAIM\tPREFIX\tUSED\tALLOCATED\tRESERVED\tFREE\tLARGEST FREE\tSUB-PREFIXES\tTENANTS\tPOLICY")
 	for _, p := range pools {
-		used, allocated, reserved, free, largest, subPrefixes := "-", "-", "-", "-", "-", "-"
-		if u := p.Utilization; u != nil {
-			used = fmt.Sprintf("%d%%", u.UsedPercent)
-			allocated, reserved, free = addressCount(u.Allocated), addressCount(u.Reserved), addressCount(u.Free)
-			largest = "<none>"
-			if u.LargestFreePrefix.IsValid() {
-				largest = u.LargestFreePrefix.String()
-			}
-			subPrefixes = strconv.Itoa(u.SubPrefixes)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Claim, p.Prefix, used, allocated, reserved, free, largest, subPrefixes,
-			tenantsString(p.Tenants), orNone(policyString(apiPolicy(p.Policy), p.Prefix)))
+		c := poolColumnsOf(p)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Claim, p.Prefix, c.Used, c.Allocated, c.Reserved, c.Free, c.LargestFree, c.SubPrefixes,
+			c.Tenants, c.Policy)
 	}
 	return tw.Flush()
+}
+
+// poolColumns are the figures of a pool as pools' table writes them, and
+// as registry ui shows them: one function, so that both agree.
+type poolColumns struct {
+	Used        string `json:"used"`
+	Allocated   string `json:"allocated"`
+	Reserved    string `json:"reserved"`
+	Free        string `json:"free"`
+	LargestFree string `json:"largestFree"`
+	SubPrefixes string `json:"subPrefixes"`
+	Tenants     string `json:"tenants"`
+	Policy      string `json:"policy"`
+}
+
+// poolColumnsOf writes a pool's figures. Those the registry has not written
+// are "-"; what is known to be nothing is "<none>".
+func poolColumnsOf(p networkregistry.Pool) poolColumns {
+	c := poolColumns{Used: "-", Allocated: "-", Reserved: "-", Free: "-", LargestFree: "-", SubPrefixes: "-",
+		Tenants: tenantsString(p.Tenants), Policy: orNone(policyString(apiPolicy(p.Policy), p.Prefix))}
+	if u := p.Utilization; u != nil {
+		c.Used = fmt.Sprintf("%d%%", u.UsedPercent)
+		c.Allocated, c.Reserved, c.Free = addressCount(u.Allocated), addressCount(u.Reserved), addressCount(u.Free)
+		c.LargestFree = "<none>"
+		if u.LargestFreePrefix.IsValid() {
+			c.LargestFree = u.LargestFreePrefix.String()
+		}
+		c.SubPrefixes = strconv.Itoa(u.SubPrefixes)
+	}
+	return c
 }
 
 // million is where address counts stop being exact.

@@ -47,7 +47,7 @@ does: in --kubeconfig, else in $KUBECONFIG, else in ~/.kube/config.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newRegistryListCommand(), newRegistryWhoisCommand(), newRegistryPoolsCommand(), newRegistryClaimCommand(), newRegistryReleaseCommand())
+	cmd.AddCommand(newRegistryListCommand(), newRegistryWhoisCommand(), newRegistryPoolsCommand(), newRegistryClaimCommand(), newRegistryReleaseCommand(), newRegistryUICommand())
 	// The root's help lists its flags, which are not this command's.
 	cmd.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
 		fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nUsage:\n  %s <command> [--kubeconfig=FILE] [flags]\n\nCommands:\n", cmd.Long, cmd.CommandPath())
@@ -71,6 +71,9 @@ type registryOptions struct {
 type registryFlags struct {
 	// timeout is the usage of --timeout: what the command waits for.
 	timeout string
+	// noTimeout leaves --timeout out, for a command that runs until
+	// stopped.
+	noTimeout bool
 	// output is whether the command has -o.
 	output bool
 	// own adds the command's own flag sets.
@@ -88,7 +91,9 @@ func (o *registryOptions) addFlags(cmd *cobra.Command, flags registryFlags) {
 	if timeout == "" {
 		timeout = "How long to wait for the control plane's NetworkClaims before giving up."
 	}
-	connection.DurationVar(&o.timeout, "timeout", 30*time.Second, timeout)
+	if !flags.noTimeout {
+		connection.DurationVar(&o.timeout, "timeout", 30*time.Second, timeout)
+	}
 	if flags.output {
 		fss.FlagSet("output").StringVarP(&o.output, "output", "o", o.output, "Output format: json or yaml, or leave it out for a table.")
 	}
