@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,6 +50,9 @@ func TestRegistryBadArguments(t *testing.T) {
 		{name: "unknown subcommand", args: []string{"registry", "lookup"}, wantErr: []string{`unknown command "lookup"`}},
 		{name: "zero timeout", args: []string{"registry", "list", kubeconfig, "--timeout=0s"}, wantErr: []string{"--timeout must be positive"}},
 		{name: "kubeconfig missing", args: []string{"registry", "list", kubeconfig}, wantErr: []string{"--kubeconfig /nonexistent/admin.kubeconfig", "no such file"}},
+		{name: "ui --address without a port", args: []string{"registry", "ui", kubeconfig, "--address=127.0.0.1"}, wantErr: []string{`--address "127.0.0.1": write host:port, e.g. --address=127.0.0.1:8001`}},
+		{name: "ui with an argument", args: []string{"registry", "ui", "10.0.0.0/8", kubeconfig}, wantErr: []string{`"10.0.0.0/8"`}},
+		{name: "ui --timeout", args: []string{"registry", "ui", kubeconfig, "--timeout=5s"}, wantErr: []string{"unknown flag: --timeout"}},
 
 		// registry claim: every flag that does not go with the others
 		// is named, with what to write.
@@ -890,6 +894,84 @@ func TestRegistryAgainstControlPlane(t *testing.T) {
 	testRegistryClaimAndRelease(t, kubeconfig)
 	testRegistryClaimFromPool(t, kubeconfig)
 	testRegistryPools(t, kubeconfig)
+	testRegistryUI(t, kubeconfig)
+}
+
+// registry ui serves on the address it prints, shows the registry of the
+// kubeconfig's control plane, and stops when its context ends.
+func testRegistryUI(t *testing.T, kubeconfig string) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cmd := binary()
+	out := &syncBuffer{}
+	cmd.SetArgs([]string{"registry", "ui", kubeconfig, "--address=127.0.0.1:0"})
+	cmd.SetOut(out)
+	cmd.SetErr(out)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+
+	var base string
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		_, url, ok := strings.Cut(out.String(), " on http://")
+		base, _, _ = strings.Cut(url, "\n")
+		return ok && strings.Contains(url, "\n"), nil
+	})
+	if err != nil {
+		t.Fatalf("registry ui printed no URL: %q", out.String())
+	}
+	if want := "Serving a live map of the NetworkClaim registry of https://127.0.0.1:"; !strings.HasPrefix(out.String(), want) || strings.Contains(out.String(), "WARNING") {
+		t.Errorf("registry ui printed %q, want %q… and no warning on loopback", out.String(), want)
+	}
+	var claim uiClaim
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		resp, err := http.Get("http://" + base + "api/claim?name=proxy")
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close() //nolint:errcheck
+		return resp.StatusCode == http.StatusOK, json.NewDecoder(resp.Body).Decode(&claim)
+	})
+	if err != nil || len(claim.Records) != 1 || claim.Records[0].Prefix != "198.18.0.0/16" || claim.Records[0].Status != "Allocated" {
+		t.Errorf("registry ui's claim proxy: %v, %+v", err, claim)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("registry ui ended with %v when its context ended, want nil", err)
+		}
+	case <-time.After(wait.ForeverTestTimeout):
+		t.Fatal("registry ui did not stop when its context ended")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestIsLoopback(t *testing.T) {
+	for host, want := range map[string]bool{
+		"127.0.0.1": true, "127.1.2.3": true, "::1": true, "localhost": true,
+		"": false, "0.0.0.0": false, "::": false, "192.168.1.10": false, "my-laptop": false,
+	} {
+		if got := isLoopback(host); got != want {
+			t.Errorf("isLoopback(%q) = %v, want %v", host, got, want)
+		}
+	}
 }
 
 // registry claim --delegable applies a pool policy, and registry pools

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,13 +81,11 @@ func (o *uiOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	port := ln.Addr().(*net.TCPAddr).Port
 
 	hosts := append([]string{"localhost", "127.0.0.1", "::1"}, o.acceptHosts...)
-	addr, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	loopback := err == nil && addr.IsLoopback() || host == "localhost"
-	if !loopback {
+	if !isLoopback(host) {
 		fmt.Fprintf(errOut, "WARNING: serving on %s, which is not loopback: whoever can reach it reads the registry of %s with the rights of the kubeconfig's user.\n", ln.Addr(), config.Host)
 	}
 	urlHost := host
-	if host == "" || err == nil && addr.IsUnspecified() {
+	if addr, err := netip.ParseAddr(host); host == "" || err == nil && addr.IsUnspecified() {
 		urlHost = "127.0.0.1" // every address, loopback included
 	} else {
 		hosts = append(hosts, host)
@@ -114,4 +111,14 @@ func (o *uiOptions) run(ctx context.Context, out, errOut io.Writer) error {
 		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
 	}
 	return nil
+}
+
+// isLoopback reports whether host, of --address, is a loopback address:
+// only this machine reaches it.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	addr, err := netip.ParseAddr(host)
+	return err == nil && addr.IsLoopback()
 }

@@ -60,6 +60,9 @@ type uiServer struct {
 	// anyHost): a page of another name is a DNS rebinding.
 	hosts   sets.Set[string]
 	anyHost bool
+	// retry is how long to wait before reading a registry that was
+	// refused again: uiRetry.
+	retry time.Duration
 
 	mu sync.Mutex
 	// user is who the kubeconfig authenticates as, once known.
@@ -72,7 +75,7 @@ type uiServer struct {
 }
 
 func newUIServer(host string, client versioned.Interface, kube kubernetes.Interface, hosts []string) *uiServer {
-	s := &uiServer{host: host, client: client, kube: kube, hosts: sets.New[string](), published: make(chan struct{})}
+	s := &uiServer{host: host, client: client, kube: kube, hosts: sets.New[string](), published: make(chan struct{}), retry: uiRetry}
 	for _, h := range hosts {
 		if h == "*" {
 			s.anyHost = true
@@ -126,11 +129,11 @@ func (s *uiServer) follow(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			logger.V(2).Info("The registry cannot be read; trying again", "after", uiRetry, "err", err)
+			logger.V(2).Info("The registry cannot be read; trying again", "after", s.retry, "err", err)
 			s.publish(problemView(s.nextVersion(), uiStateProblem, s.explain(err)))
 			select {
 			case <-ctx.Done():
-			case <-time.After(uiRetry):
+			case <-time.After(s.retry):
 			}
 			continue
 		}
