@@ -53,7 +53,7 @@ E2E_ARGS ?=
 ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: all build kubectl sample-apiserver etcd run test e2e robustness fuzz verify codegen bench release linkdeps clean
+.PHONY: all build kubectl sample-apiserver etcd chromium run test e2e robustness fuzz verify codegen bench release linkdeps clean
 
 all: build
 
@@ -89,11 +89,23 @@ test: build kubectl sample-apiserver
 # against a control plane that hack/e2e-external starts and hands over by
 # its kubeconfig alone.
 E2E_ENV := SGCP_BINARY=$(BINARY) SGCP_KUBECTL=$(KUBECTL) SGCP_ETCD=$(ETCD) SGCP_SAMPLE_APISERVER=$(SAMPLE_APISERVER)
-e2e: build kubectl sample-apiserver etcd fuzz
+e2e: build kubectl sample-apiserver etcd chromium fuzz
 	$(E2E_ENV) SGCP_E2E_PROVIDERS=inprocess,binary,external-etcd,joined \
 		$(GO) test -tags e2e -timeout $(E2E_TIMEOUT) -count=1 ./test/e2e/ $(E2E_ARGS)
 	$(E2E_ENV) $(GO) run ./hack/e2e-external -binary $(BINARY) -- \
 		$(GO) test -tags e2e -timeout $(E2E_TIMEOUT) -count=1 -run 'Test(Spec|Fault)' ./test/e2e/ $(E2E_ARGS)
+
+# The registry ui spec drives a headless Chromium: Debian's chromium package,
+# installed here when it is missing and make runs as root, or the browser
+# $SGCP_CHROMIUM names.
+chromium:
+	@if [ -n "$$SGCP_CHROMIUM" ] || command -v chromium >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing chromium (apt-get) for the registry ui spec"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "make e2e drives a headless Chromium: run sudo apt-get install chromium, or set SGCP_CHROMIUM to a Chromium or Chrome binary" >&2; exit 1; \
+	fi
 
 # The fault runs of test/robustness (behind the robustness build tag; its
 # checkers' own tests run in make test). A violation names the results

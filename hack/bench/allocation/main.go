@@ -134,6 +134,7 @@ type results struct {
 	restartTimedOut          bool
 	fresh, filled, restarted memory
 	withoutAllocator         memory
+	ui                       uiFigures
 }
 
 func run(o options) error {
@@ -232,6 +233,10 @@ func run(o options) error {
 		return err
 	}
 	r.claims = o.present + traced + len(r.exact) + len(r.pooled) + len(r.promotions) // waiters stay
+	if r.ui, err = measureUI(ctx, o, filepath.Join(dir, "data", "admin.kubeconfig"), claims); err != nil {
+		return err
+	}
+	r.claims += len(r.ui.live)
 
 	for i := range o.restarts {
 		fmt.Fprintf(os.Stderr, "restart %d/%d\n", i+1, o.restarts)
@@ -385,6 +390,7 @@ func report(o options, r results) {
 		fmt.Printf("%-46s %7s  (this allocator does not allocate pool records)\n", fmt.Sprintf("create to Allocated, /%d from the pool", poolLength), "-")
 	}
 	row("delete the holder to the waiter Allocated", r.promotions, "")
+	reportUI(r.ui, o.present+len(r.exact)+len(r.pooled)+len(r.promotions))
 
 	reportRestarts(o, r)
 
