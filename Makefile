@@ -169,6 +169,7 @@ bench: build
 	$(GO) run ./hack/bench/controllers -binary $(BINARY) -kcm $(BIN)/anchor-kcm \
 		-kcm-args "--kube-api-qps=1000 --kube-api-burst=2000"
 	$(GO) run ./hack/bench/allocation -binary $(BINARY)
+	$(GO) test -run '^$$' -bench BenchmarkUIView -benchmem ./kana/registrycli/
 	cd client && $(GO) test -run '^$$' -bench . -benchmem ./networkregistry/prefixindex/
 
 # Release binaries (README, "Release binaries"), one per platform, stamped as

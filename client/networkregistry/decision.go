@@ -99,14 +99,22 @@ func Decisions(claim *v1alpha1.NetworkClaim) []Decision {
 // claim; after WaitForAllocation, it gives the prefixes the registry chose
 // for the records taken from pools.
 func AllocationsOf(claim *v1alpha1.NetworkClaim) []Allocation {
+	if claim == nil {
+		return nil
+	}
+	return allocationsFrom(claim.Name, Decisions(claim))
+}
+
+// allocationsFrom returns the allocations among a claim's decisions.
+func allocationsFrom(claim string, decisions []Decision) []Allocation {
 	var out []Allocation
-	for _, d := range Decisions(claim) {
+	for _, d := range decisions {
 		p, ok := d.Allocated()
 		if !ok {
 			continue
 		}
 		a := Allocation{
-			Claim:       claim.Name,
+			Claim:       claim,
 			Name:        d.Record.Name,
 			Prefix:      p,
 			Reference:   d.Record.Reference,

@@ -89,22 +89,10 @@ func (r *Registry) Pools() []Pool {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	// One pass finds every pool's sub-prefixes.
-	taken := map[ClaimedPrefix][]Allocation{}
-	for _, allocations := range r.allocations {
-		for _, a := range allocations {
-			if a.DelegatedFrom != nil {
-				taken[*a.DelegatedFrom] = append(taken[*a.DelegatedFrom], a)
-			}
-		}
-	}
 	var out []Pool
-	for name, allocations := range r.allocations {
-		if !holdsPool(allocations) {
-			continue
-		}
+	for name := range r.poolHolders {
 		for _, pool := range poolsOf(r.claims[name]) {
-			out = append(out, withSubPrefixes(pool, taken[ClaimedPrefix{Claim: pool.Claim, Prefix: pool.Prefix}]))
+			out = append(out, r.withSubPrefixes(pool))
 		}
 	}
 	slices.SortFunc(out, func(a, b Pool) int {
@@ -129,19 +117,9 @@ func (r *Registry) Pool(claim string, prefix netip.Prefix) (pool Pool, ok bool) 
 		return Pool{}, false
 	}
 	for _, p := range poolsOf(r.claims[claim]) {
-		if p.Prefix != prefix.Masked() {
-			continue
+		if p.Prefix == prefix.Masked() {
+			return r.withSubPrefixes(p), true
 		}
-		// Sub-prefixes lie inside their pool: the index finds them
-		// without a walk through every claim.
-		var taken []Allocation
-		for q, holder := range r.index.Overlapping(p.Prefix) {
-			a := r.allocations[holder][q]
-			if from := a.DelegatedFrom; from != nil && from.Claim == p.Claim && from.Prefix == p.Prefix {
-				taken = append(taken, a)
-			}
-		}
-		return withSubPrefixes(p, taken), true
 	}
 	return Pool{}, false
 }
@@ -171,13 +149,17 @@ func poolsOf(claim *v1alpha1.NetworkClaim) []Pool {
 }
 
 // withSubPrefixes sets the pool's sub-prefixes, copied and sorted, and its
-// tenants.
-func withSubPrefixes(pool Pool, taken []Allocation) Pool {
-	pool.SubPrefixes = make([]Allocation, 0, len(taken))
-	for _, a := range taken {
-		pool.SubPrefixes = append(pool.SubPrefixes, a.clone())
-		pool.Tenants = append(pool.Tenants, a.Claim)
+// tenants; r.mu must be held. Sub-prefixes lie inside their pool: the index
+// finds them, in CIDR order, without a walk through every claim.
+func (r *Registry) withSubPrefixes(pool Pool) Pool {
+	for q, holder := range r.index.Overlapping(pool.Prefix) {
+		a := r.allocations[holder][q]
+		if from := a.DelegatedFrom; from != nil && from.Claim == pool.Claim && from.Prefix == pool.Prefix {
+			pool.SubPrefixes = append(pool.SubPrefixes, a.clone())
+			pool.Tenants = append(pool.Tenants, a.Claim)
+		}
 	}
+	// Holders of one prefix come in the order they were indexed.
 	sortAllocations(pool.SubPrefixes)
 	slices.Sort(pool.Tenants)
 	pool.Tenants = slices.Compact(pool.Tenants)

@@ -121,6 +121,49 @@ func (r *Registry) Claims() []*v1alpha1.NetworkClaim {
 	return out
 }
 
+// NetworkClaim returns the NetworkClaim name as the registry last saw it, a
+// copy without managed fields, or nil when there is none (or before Start
+// returned nil).
+func (r *Registry) NetworkClaim(name string) *v1alpha1.NetworkClaim {
+	if !r.synced.Load() {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.claims[name].DeepCopy()
+}
+
+// WaitingRecord is a spec record the registry has not allocated: it found
+// the record Unavailable (Status says why, and whom it waits for), or has
+// not decided on it yet (Status nil).
+type WaitingRecord struct {
+	// Claim is the name of the NetworkClaim whose record it is.
+	Claim string
+	Decision
+}
+
+// Waiting returns every spec record that is not allocated, by claim name,
+// then in spec order: what a tenant waiting behind another's prefix, or
+// for room in a pool, looks for. The registry keeps them apart as claims
+// change, so this takes time that grows with their number, not with the
+// number of claims. It returns nothing before Start returned nil.
+func (r *Registry) Waiting() []WaitingRecord {
+	if !r.synced.Load() {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []WaitingRecord
+	for name, decisions := range r.waiting {
+		for _, d := range decisions {
+			out = append(out, WaitingRecord{Claim: name, Decision: Decision{Record: *d.Record.DeepCopy(), Status: d.Status.DeepCopy()}})
+		}
+	}
+	// Stable: one claim's records keep their spec order.
+	slices.SortStableFunc(out, func(a, b WaitingRecord) int { return strings.Compare(a.Claim, b.Claim) })
+	return out
+}
+
 // Chain returns the delegation chain of a: a itself, then the delegable
 // allocation it was taken from (its DelegatedFrom), then the one that was
 // taken from, and so on up to an allocation claimed in its own right, e.g.

@@ -62,6 +62,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -130,6 +131,12 @@ type Registry struct {
 	// claims are the NetworkClaims as the event handlers last saw them, so
 	// that a claim and the index always agree.
 	claims map[string]*v1alpha1.NetworkClaim
+	// waiting are, per claim, its decisions that allocate nothing: its
+	// records unavailable or not decided yet, in spec order.
+	waiting map[string][]Decision
+	// poolHolders are the claims that hold a delegable allocation: Pools
+	// starts from them rather than from every claim.
+	poolHolders sets.Set[string]
 	// applied is, per claim name, the object Claim last wrote, so that
 	// WaitForAllocation waits for the registry's decision on that write
 	// rather than returning a decision on an older generation, and learns
@@ -168,6 +175,8 @@ func New(client versioned.Interface, fieldManager string) *Registry {
 		informer:     informers.NewNetworkClaimInformer(client, 0, cache.Indexers{}),
 		allocations:  map[string]map[netip.Prefix]Allocation{},
 		claims:       map[string]*v1alpha1.NetworkClaim{},
+		waiting:      map[string][]Decision{},
+		poolHolders:  sets.New[string](),
 		applied:      map[string]appliedClaim{},
 		claiming:     map[string]int{},
 		changed:      make(chan struct{}),
@@ -306,12 +315,24 @@ func (r *Registry) update(obj any) {
 		r.deleted(claim.Name, old.UID)
 	}
 	r.unindex(claim.Name)
-	current := allocationsOf(claim)
+	decisions := Decisions(claim)
+	current := map[netip.Prefix]Allocation{}
+	for _, a := range allocationsFrom(claim.Name, decisions) {
+		current[a.Prefix] = a
+	}
 	for p := range current {
 		r.index.Insert(p, claim.Name)
 	}
 	if len(current) > 0 {
 		r.allocations[claim.Name] = current
+	}
+	if holdsPool(current) {
+		r.poolHolders.Insert(claim.Name)
+	}
+	for _, d := range decisions {
+		if _, ok := d.Allocated(); !ok {
+			r.waiting[claim.Name] = append(r.waiting[claim.Name], d)
+		}
 	}
 	r.claims[claim.Name] = claim
 	r.notify()
@@ -402,12 +423,15 @@ func (r *Registry) recordApplied(name string, written appliedClaim) {
 	r.notify()
 }
 
-// unindex removes a claim's allocations from the index; r.mu must be held.
+// unindex removes a claim's allocations from the index, and its records
+// from those waiting; r.mu must be held.
 func (r *Registry) unindex(name string) {
 	for p := range r.allocations[name] {
 		r.index.Delete(p, name)
 	}
 	delete(r.allocations, name)
+	delete(r.waiting, name)
+	r.poolHolders.Delete(name)
 }
 
 // Changed returns a channel that is closed at the registry's next change: a
@@ -427,16 +451,6 @@ func (r *Registry) Changed() <-chan struct{} {
 func (r *Registry) notify() {
 	close(r.changed)
 	r.changed = make(chan struct{})
-}
-
-// allocationsOf returns a claim's allocations by prefix: AllocationsOf,
-// for the index.
-func allocationsOf(claim *v1alpha1.NetworkClaim) map[netip.Prefix]Allocation {
-	out := map[netip.Prefix]Allocation{}
-	for _, a := range AllocationsOf(claim) {
-		out[a.Prefix] = a
-	}
-	return out
 }
 
 // waitFor waits until done, called with r.mu held for reading, returns true

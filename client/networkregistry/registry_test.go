@@ -768,6 +768,13 @@ func TestQueriesBeforeStart(t *testing.T) {
 		{"Allocations", func() int { return len(r.Allocations()) }},
 		{"Claims", func() int { return len(r.Claims()) }},
 		{"Pools", func() int { return len(r.Pools()) }},
+		{"Waiting", func() int { return len(r.Waiting()) }},
+		{"NetworkClaim", func() int {
+			if r.NetworkClaim("pods") != nil {
+				return 1
+			}
+			return 0
+		}},
 		{"Pool", func() int {
 			if _, ok := r.Pool("org-pods", netip.MustParsePrefix("10.0.0.0/8")); ok {
 				return 1
@@ -1421,5 +1428,51 @@ func TestChanged(t *testing.T) {
 	case <-r.Changed():
 		t.Error("Changed() taken after the change is already closed")
 	default:
+	}
+}
+
+// Waiting lists the records the registry has not allocated, and follows
+// the claims as they change; NetworkClaim returns one claim, a copy.
+func TestWaitingAndNetworkClaim(t *testing.T) {
+	r, client := startRegistry(t, fixture()...)
+	waiting := func() []string {
+		var out []string
+		for _, w := range r.Waiting() {
+			status := "Pending"
+			if w.Status != nil {
+				status = string(w.Status.Status)
+			}
+			out = append(out, w.Claim+" "+w.Record.Prefix+" "+status)
+		}
+		return out
+	}
+	if got, want := waiting(), []string{"lb 172.16.0.0/12 Pending", "pods 10.96.0.0/16 Unavailable"}; !slices.Equal(got, want) {
+		t.Errorf("Waiting() = %q, want %q", got, want)
+	}
+
+	c := fixture()[1]
+	c.Status.AddressSpace[1].Status, c.Status.AddressSpace[1].Message = v1alpha1.AllocationAllocated, ""
+	write(t, r, client, c)
+	if got, want := waiting(), []string{"lb 172.16.0.0/12 Pending"}; !slices.Equal(got, want) {
+		t.Errorf("after pods' record was allocated, Waiting() = %q, want %q", got, want)
+	}
+	if err := client.NetworkingV1alpha1().NetworkClaims().Delete(t.Context(), "lb", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, r, "lb deleted", func() bool { return r.claims["lb"] == nil })
+	if got := waiting(); len(got) != 0 {
+		t.Errorf("after lb was deleted, Waiting() = %q, want none", got)
+	}
+
+	got := r.NetworkClaim("pods")
+	if got == nil || len(got.Spec.AddressSpace) != 2 || got.ManagedFields != nil {
+		t.Fatalf("NetworkClaim(pods) = %+v", got)
+	}
+	got.Spec.AddressSpace[0].Prefix = "changed"
+	if again := r.NetworkClaim("pods"); again.Spec.AddressSpace[0].Prefix != "10.244.0.0/16" {
+		t.Errorf("changing a result changed the registry: %+v", again.Spec.AddressSpace[0])
+	}
+	if r.NetworkClaim("lb") != nil {
+		t.Error("NetworkClaim(lb) after its deletion is not nil")
 	}
 }

@@ -460,8 +460,11 @@ type uiClaim struct {
 func (s *uiServer) claim(w http.ResponseWriter, r *http.Request) {
 	v, _ := s.current()
 	name := r.URL.Query().Get("name")
-	c, ok := v.claims[name]
-	if !ok {
+	var c *v1alpha1.NetworkClaim
+	if v.registry != nil {
+		c = v.registry.NetworkClaim(name)
+	}
+	if c == nil {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no NetworkClaim %q", name))
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/sets"
+
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
 )
@@ -29,7 +31,6 @@ type uiView struct {
 	state   string
 	problem *uiProblem
 
-	claims   map[string]*v1alpha1.NetworkClaim
 	nClaims  int
 	pools    []uiPool
 	registry *networkregistry.Registry
@@ -147,7 +148,6 @@ type uiTarget struct {
 func buildView(r *networkregistry.Registry, version uint64) *uiView {
 	v := &uiView{
 		version: version, built: time.Now(), state: uiStateReady, registry: r,
-		claims:      map[string]*v1alpha1.NetworkClaim{},
 		allocations: map[networkregistry.ClaimedPrefix]networkregistry.Allocation{},
 		children:    map[networkregistry.ClaimedPrefix][]networkregistry.Allocation{},
 		waitingOn:   map[networkregistry.ClaimedPrefix][]int{},
@@ -176,28 +176,38 @@ func buildView(r *networkregistry.Registry, version uint64) *uiView {
 			firstPool[p.Claim] = networkregistry.ClaimedPrefix{Claim: p.Claim, Prefix: netip.MustParsePrefix(p.Prefix)}
 		}
 	}
-	claims := r.Claims()
-	v.nClaims = len(claims)
-	for _, c := range claims {
-		v.claims[c.Name] = c
-		for _, row := range recordsOfClaims([]*v1alpha1.NetworkClaim{c}) {
-			if row.Status == string(v1alpha1.AllocationAllocated) {
-				continue
-			}
-			rec := uiRecord{registryRecord: row, WaitsFor: waitsFor(row)}
-			if t := rec.WaitsFor; t != nil {
-				key, ok := firstPool[t.Claim], t.Prefix == ""
-				if !ok {
-					if p, err := netip.ParsePrefix(t.Prefix); err == nil {
-						key, ok = networkregistry.ClaimedPrefix{Claim: t.Claim, Prefix: p.Masked()}, true
-					}
+	// Every claim has a record, allocated or waiting.
+	names := sets.New[string]()
+	for _, a := range allocations {
+		names.Insert(a.Claim)
+	}
+	waiting := r.Waiting()
+	for _, w := range waiting {
+		names.Insert(w.Claim)
+	}
+	v.nClaims = names.Len()
+	// One claim's records in prefix order, as registry list shows them.
+	rows := make([]prefixRecord, 0, len(waiting))
+	for _, w := range waiting {
+		rows = append(rows, prefixRecord{decisionRecord(w.Claim, w.Decision)})
+	}
+	slices.SortStableFunc(rows, func(a, b prefixRecord) int {
+		return cmp.Or(strings.Compare(a.Claim, b.Claim), a.prefix().Compare(b.prefix()))
+	})
+	for _, row := range rows {
+		rec := uiRecord{registryRecord: row.registryRecord, WaitsFor: waitsFor(row.registryRecord)}
+		if t := rec.WaitsFor; t != nil {
+			key, ok := firstPool[t.Claim], t.Prefix == ""
+			if !ok {
+				if p, err := netip.ParsePrefix(t.Prefix); err == nil {
+					key, ok = networkregistry.ClaimedPrefix{Claim: t.Claim, Prefix: p.Masked()}, true
 				}
-				if _, held := v.allocations[key]; ok && held {
-					v.waitingOn[key] = append(v.waitingOn[key], len(v.waiting))
-				}
 			}
-			v.waiting = append(v.waiting, rec)
+			if _, held := v.allocations[key]; ok && held {
+				v.waitingOn[key] = append(v.waitingOn[key], len(v.waiting))
+			}
 		}
+		v.waiting = append(v.waiting, rec)
 	}
 	return v
 }
