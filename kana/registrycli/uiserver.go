@@ -172,6 +172,9 @@ func (s *uiServer) whoAmI(ctx context.Context) string {
 	if s.kube == nil {
 		return ""
 	}
+	// An unreachable server must not hold the registry's own retries.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	review, err := s.kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("The server did not say who the kubeconfig's user is", "err", err)
@@ -535,9 +538,11 @@ func (s *uiServer) events(w http.ResponseWriter, r *http.Request) {
 	keepAlive := time.NewTicker(uiKeepAlive)
 	defer keepAlive.Stop()
 	var sent uint64
+	first := true
 	for {
 		v, published := s.current()
-		if v.version != sent || sent == 0 {
+		if first || v.version != sent {
+			first = false
 			data, _ := json.Marshal(struct {
 				Version uint64 `json:"version"`
 				State   string `json:"state"`
@@ -545,7 +550,7 @@ func (s *uiServer) events(w http.ResponseWriter, r *http.Request) {
 			if _, err := fmt.Fprintf(w, "event: view\ndata: %s\n\n", data); err != nil {
 				return
 			}
-			sent = max(v.version, 1)
+			sent = v.version
 			if err := rc.Flush(); err != nil {
 				return
 			}

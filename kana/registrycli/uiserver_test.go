@@ -338,9 +338,8 @@ func TestUIFollow(t *testing.T) {
 		return true, &authenticationv1.SelfSubjectReview{Status: authenticationv1.SelfSubjectReviewStatus{UserInfo: authenticationv1.UserInfo{Username: "alice"}}}, nil
 	})
 	s := newUIServer("https://127.0.0.1:6443", client, kube, []string{"127.0.0.1"})
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx, cancel := context.WithTimeout(t.Context(), wait.ForeverTestTimeout)
 	defer cancel()
-	go s.follow(ctx)
 	srv := httptest.NewServer(s.handler())
 	defer srv.Close()
 
@@ -353,6 +352,9 @@ func TestUIFollow(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("events: Content-Type %q", ct)
 	}
+	// The stream opened before the registry is read: its first view says
+	// so, and the next ones follow.
+	go s.follow(ctx)
 	events := bufio.NewScanner(resp.Body)
 	next := func(what string) (version uint64, state string) {
 		t.Helper()
@@ -374,6 +376,9 @@ func TestUIFollow(t *testing.T) {
 		return 0, ""
 	}
 	version, state := next("the first view")
+	if version != 0 || state != uiStateConnecting {
+		t.Errorf("the first event: version %d, state %s; want the view before the registry is read, 0 and %s", version, state, uiStateConnecting)
+	}
 	for state != uiStateReady {
 		version, state = next("the registry read")
 	}
