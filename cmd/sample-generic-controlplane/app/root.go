@@ -21,6 +21,7 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
 	"sigs.k8s.io/sample-generic-controlplane/controlplane/configfile"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/sdnotify"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
 	"sigs.k8s.io/sample-generic-controlplane/kana/registrycli"
 )
@@ -103,6 +104,15 @@ func NewOptions() *controlplane.Options {
 }
 
 func run(ctx context.Context, opts *controlplane.Options, out io.Writer) error {
+	// Under systemd (Type=notify), tell it the phases, readiness, the stop
+	// and liveness; a plain start has no $NOTIFY_SOCKET and tells no one.
+	notifier, err := sdnotify.FromEnvironment()
+	if err != nil {
+		return err
+	}
+	if notifier != nil {
+		opts.Notifier = notifier
+	}
 	restoreGC := raiseGCForStartup()
 	defer restoreGC()
 	return controlplane.Serve(ctx, opts, func(server *controlplane.Server) {
