@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -42,7 +43,30 @@ func notifierOf(n Notifier) Notifier {
 	if n == nil {
 		return noNotifier{}
 	}
-	return n
+	return &stoppingNotifier{Notifier: n}
+}
+
+// stoppingNotifier drops Alive once Stopping was said: a watchdog check
+// that passed just as the stop began must not ping after STOPPING=1.
+type stoppingNotifier struct {
+	Notifier
+	mu       sync.Mutex
+	stopping bool
+}
+
+func (n *stoppingNotifier) Stopping() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.stopping = true
+	n.Notifier.Stopping()
+}
+
+func (n *stoppingNotifier) Alive() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.stopping {
+		n.Notifier.Alive()
+	}
 }
 
 // healthy asks the server's own health endpoint, /readyz or /livez, over

@@ -69,3 +69,15 @@ func TestWatchdogOff(t *testing.T) {
 		return true
 	})
 }
+
+// Once the stop has begun, a ping that raced it is dropped.
+func TestNoAliveAfterStopping(t *testing.T) {
+	fake := &fakeNotifier{alive: make(chan struct{}, 10)}
+	n := notifierOf(fake)
+	n.Alive()
+	n.Stopping()
+	n.Alive()
+	if len(fake.alive) != 1 {
+		t.Errorf("%d pings, want the one before Stopping", len(fake.alive))
+	}
+}
