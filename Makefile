@@ -43,7 +43,18 @@ KUBE_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
 KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION)))
-LDFLAGS := -X $(MODULE)/controlplane.version=$(VERSION) $(KUBE_LDFLAGS)
+# /version also names the commit the binary is built from, whether the tree had
+# changes (as upstream's hack/lib/version.sh: any output of git status, untracked
+# files included), and the build date: the commit's time, in UTC, so that the same
+# commit always builds the same bytes (make release). SOURCE_DATE_EPOCH, when set,
+# overrides it, as reproducible-builds.org asks.
+GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+GIT_TREE_STATE := $(if $(GIT_COMMIT),$(if $(shell git status --porcelain 2>/dev/null),dirty,clean))
+BUILD_DATE := $(if $(SOURCE_DATE_EPOCH),$(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -r $(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ),$(shell TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null))
+GIT_LDFLAGS := $(if $(GIT_COMMIT),-X k8s.io/component-base/version.gitCommit=$(GIT_COMMIT) \
+	-X k8s.io/component-base/version.gitTreeState=$(GIT_TREE_STATE)) \
+	$(if $(BUILD_DATE),-X k8s.io/component-base/version.buildDate=$(BUILD_DATE))
+LDFLAGS := -X $(MODULE)/controlplane.version=$(VERSION) $(KUBE_LDFLAGS) $(GIT_LDFLAGS)
 # Our API types, client and test launcher are modules of their own (docs/architecture.md,
 # "Modules"): go ./... in the main module does not reach them.
 API_MODULES := apis client testenv

@@ -57,8 +57,12 @@ func (c CompletedOptions) StartEtcd(ctx context.Context) (*embeddedetcd.Server, 
 func (c CompletedOptions) settleEtcd(ctx context.Context, etcd *embeddedetcd.Server) error {
 	logger := klog.FromContext(ctx)
 	start := time.Now()
+	c.Notifier.Status("Waiting for etcd")
 	if err := etcd.WaitReady(ctx); err != nil {
 		return err
+	}
+	if etcd.IsLearner() {
+		c.Notifier.Status("Waiting for the cluster to promote this etcd member")
 	}
 	if err := etcd.WaitPromoted(ctx); err != nil {
 		return err

@@ -54,6 +54,7 @@ func (c CompletedOptions) Join(ctx context.Context) (*JoinedMember, error) {
 		return nil, err
 	}
 	name := cluster.NewMemberName()
+	c.Notifier.Status("Joining the cluster at " + c.joinPlan.server)
 	start := time.Now()
 	resp, err := cluster.Join(ctx, c.joinPlan.server, token, cluster.JoinRequest{Name: name, PeerURL: c.joinPlan.peerURL})
 	if err != nil {

@@ -75,6 +75,10 @@ type Options struct {
 	// maintenance.DefaultSpaceInterval. Tests that fill a database
 	// shorten it.
 	EtcdSpaceCheckInterval time.Duration
+	// Notifier hears the start-up's long phases, readiness, the stop and,
+	// when it asks, the server's liveness: e.g. sdnotify.FromEnvironment
+	// for a systemd unit of Type=notify. Nil tells no one.
+	Notifier Notifier
 
 	// Added by the extension points (extensions.go).
 	apiGroups  []APIGroup
@@ -319,6 +323,8 @@ type completedOptions struct {
 	Bootstraps  []bootstrap.Bootstrap
 	// EtcdSpaceCheckInterval is Options.EtcdSpaceCheckInterval.
 	EtcdSpaceCheckInterval time.Duration
+	// Notifier is Options.Notifier, or one that tells no one.
+	Notifier Notifier
 }
 
 // Complete fills in every default: the certificates, keys and CAs of the
@@ -334,7 +340,7 @@ func (o *Options) Complete(ctx context.Context, dataDir *datadir.Dir) (Completed
 	}
 	c := &completedOptions{DataDir: dataDir, Resources: resources,
 		APIGroups: slices.Clone(o.apiGroups), Bootstraps: slices.Clone(o.bootstraps),
-		EtcdSpaceCheckInterval: o.EtcdSpaceCheckInterval}
+		EtcdSpaceCheckInterval: o.EtcdSpaceCheckInterval, Notifier: notifierOf(o.Notifier)}
 	if o.Embedded() {
 		c.EmbeddedEtcd = o.EmbeddedEtcd
 		m, err := dataDir.Membership()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -78,6 +77,7 @@ type preparedAPIs interface {
 // storage runs from here on: Run the server (with a done context it stops
 // at once), or it keeps running until the process exits.
 func (c CompletedConfig) New() (*Server, error) {
+	c.Options.Notifier.Status("Starting the API server")
 	chain, core, err := createServerChain(c.APIs, c.Options.APIGroups)
 	if err != nil {
 		return nil, err
@@ -304,6 +304,7 @@ func (s *Server) run(ctx context.Context) error {
 		cancel(nil)
 		<-controllersDone
 	case <-ctx.Done():
+		s.config.Options.Notifier.Stopping()
 		logger := klog.FromContext(ctx)
 		// Controllers stop before the API server drains, so that they
 		// finish their requests and release their Lease while it still
@@ -360,23 +361,27 @@ func (s *Server) runControllers(ctx context.Context) {
 }
 
 // signalReady closes s.ready once /readyz answers 200 over the loopback
-// connection, then, once the controllers (if any) have synced and the
-// process idles (idle.go), returns the start-up garbage to the OS.
+// connection and tells the notifier, which then hears, while /livez says
+// so, that the server is live (watchdog); then, once the controllers (if
+// any) have synced and the process idles (idle.go), it returns the
+// start-up garbage to the OS.
 func (s *Server) signalReady(ctx context.Context) {
 	client, err := kubernetes.NewForConfig(s.config.APIs.ControlPlane.Generic.LoopbackClientConfig)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot watch readiness")
 		return
 	}
+	loopback := client.Discovery().RESTClient()
 	err = wait.PollUntilContextCancel(ctx, readyPollInterval, true, func(ctx context.Context) (bool, error) {
-		var code int
-		client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&code)
-		return code == http.StatusOK, nil
+		return healthy(ctx, loopback, "/readyz"), nil
 	})
 	if err != nil {
 		return
 	}
 	close(s.ready)
+	notifier := s.config.Options.Notifier
+	notifier.Ready()
+	go watchdog(ctx, notifier, func(ctx context.Context) bool { return healthy(ctx, loopback, "/livez") })
 	// Start-up builds the OpenAPI documents and bootstraps policy, then
 	// the controllers list everything into their informers and work
 	// through it: tens of megabytes of garbage, which the runtime would

@@ -366,6 +366,10 @@ func (s *Server) Removed() bool {
 	return s.etcd.Server.Cluster().Member(s.etcd.Server.MemberID()) == nil
 }
 
+// IsLearner reports whether the member is a learner, which the cluster
+// has not promoted to a voter yet (WaitPromoted).
+func (s *Server) IsLearner() bool { return s.etcd.Server.IsLearner() }
+
 // HasLeader reports whether the member knows a leader of its cluster: a
 // member of several without one has no quorum.
 func (s *Server) HasLeader() bool { return s.etcd.Server.Leader() != 0 }

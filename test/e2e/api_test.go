@@ -180,3 +180,26 @@ func TestVersion(t *testing.T) {
 			server.GitVersion, server.Minor, client.GitVersion, client.Minor)
 	}
 }
+
+// /version names the commit the binary is built from and the commit's
+// time as its build date (make build and make release stamp them), not
+// upstream's placeholders "$Format:%H$" and 1970.
+func TestVersionStamp(t *testing.T) {
+	c := sharedCluster(t)
+	var versions struct{ ServerVersion stamp }
+	if err := json.Unmarshal([]byte(kubectl(t, c, "version", "-o", "json")), &versions); err != nil {
+		t.Fatalf("kubectl version -o json: %v", err)
+	}
+	want, err := checkoutVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := versions.ServerVersion
+	if got.GitCommit != want.GitCommit || got.BuildDate != want.BuildDate {
+		t.Errorf("/version says gitCommit %q, buildDate %q; want this checkout's HEAD %s and its commit time %s (the binary is older than the checkout? make build)",
+			got.GitCommit, got.BuildDate, want.GitCommit, want.BuildDate)
+	}
+	if got.GitTreeState != "clean" && got.GitTreeState != "dirty" {
+		t.Errorf("/version says gitTreeState %q, want clean or dirty", got.GitTreeState)
+	}
+}

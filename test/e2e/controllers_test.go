@@ -3,9 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,28 +54,8 @@ metadata:
 		t.Fatal(err)
 	}
 
-	logPath := filepath.Join(t.TempDir(), "controllers.log")
-	log, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close() //nolint:errcheck
 	cmd := exec.Command(bp.binary, "controllers", "--kubeconfig="+c.Kubeconfig, "--controllers=garbagecollector")
-	cmd.Stdout, cmd.Stderr = log, log
-	killWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-		if t.Failed() {
-			data, _ := os.ReadFile(logPath)
-			t.Logf("controllers log:\n%s", tail(string(data), 40))
-		}
-	})
+	done := startBackground(t, "controllers", cmd)
 
 	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		select {

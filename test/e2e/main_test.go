@@ -159,7 +159,11 @@ func binaries(dir string, withEtcd bool) (builtBinaries, error) {
 	type build struct{ name, pkg, ldflags string }
 	builds := map[*string]build{}
 	if bins.controlPlane == "" {
-		builds[&bins.controlPlane] = build{"sample-generic-controlplane", binaryPackage, ldflags}
+		stamp, err := gitLDFlags()
+		if err != nil {
+			return bins, err
+		}
+		builds[&bins.controlPlane] = build{"sample-generic-controlplane", binaryPackage, ldflags + " " + stamp}
 	}
 	if bins.kubectl == "" {
 		builds[&bins.kubectl] = build{"kubectl", kubectlPackage, ldflags}
@@ -260,4 +264,47 @@ func kubeVersionLDFlags() (string, error) {
 	}
 	const pkg = "k8s.io/component-base/version."
 	return fmt.Sprintf("-X %sgitVersion=%s -X %sgitMajor=1 -X %sgitMinor=%s", pkg, v, pkg, pkg, parts[1]), nil
+}
+
+// gitLDFlags stamps a build with the commit of the checkout, its tree state
+// and the commit's time, as the Makefile does (make build).
+func gitLDFlags() (string, error) {
+	want, err := checkoutVersion()
+	if err != nil {
+		return "", err
+	}
+	const pkg = "k8s.io/component-base/version."
+	return fmt.Sprintf("-X %sgitCommit=%s -X %sgitTreeState=%s -X %sbuildDate=%s", pkg, want.GitCommit, pkg, want.GitTreeState, pkg, want.BuildDate), nil
+}
+
+// stamp is what /version says of the build.
+type stamp struct{ GitCommit, GitTreeState, BuildDate string }
+
+// checkoutVersion is the stamp a build of this checkout carries: HEAD, clean
+// or dirty as git status says, and HEAD's commit time in UTC.
+func checkoutVersion() (stamp, error) {
+	git := func(args ...string) (string, error) {
+		cmd := exec.Command("git", args...)
+		cmd.Env = append(os.Environ(), "TZ=UTC")
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	var s stamp
+	var err error
+	if s.GitCommit, err = git("rev-parse", "HEAD"); err != nil {
+		return s, err
+	}
+	status, err := git("status", "--porcelain")
+	if err != nil {
+		return s, err
+	}
+	s.GitTreeState = "clean"
+	if status != "" {
+		s.GitTreeState = "dirty"
+	}
+	s.BuildDate, err = git("log", "-1", "--date=format-local:%Y-%m-%dT%H:%M:%SZ", "--format=%cd")
+	return s, err
 }

@@ -45,6 +45,7 @@ type clusterOptions struct {
 func (o *clusterOptions) addFlags(fss *cliflag.NamedFlagSets) {
 	connection := fss.FlagSet("connection")
 	connection.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Kubeconfig of a control plane of the cluster. Defaults, as for kubectl, to $KUBECONFIG, then ~/.kube/config.")
+	addConfigFlag(connection)
 	connection.DurationVar(&o.timeout, "timeout", 30*time.Second, "How long to wait for the control plane before giving up.")
 }
 

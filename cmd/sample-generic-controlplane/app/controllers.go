@@ -58,6 +58,7 @@ Replicas elect a leader on the Lease kube-system/` + manager.LeaseName + `.`,
 	}
 	var fss cliflag.NamedFlagSets
 	fss.FlagSet("connection").StringVar(&kubeconfig, "kubeconfig", kubeconfig, "Kubeconfig of the control plane to run the controllers against.")
+	addConfigFlag(fss.FlagSet("connection"))
 	opts.AddFlags(fss.FlagSet("controllers"))
 	for _, fs := range fss.FlagSets {
 		cmd.Flags().AddFlagSet(fs)

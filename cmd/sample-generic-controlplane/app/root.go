@@ -20,6 +20,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"sigs.k8s.io/sample-generic-controlplane/controlplane"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/configfile"
+	"sigs.k8s.io/sample-generic-controlplane/controlplane/sdnotify"
 	"sigs.k8s.io/sample-generic-controlplane/kana"
 	"sigs.k8s.io/sample-generic-controlplane/kana/registrycli"
 )
@@ -32,6 +34,9 @@ var processStart = time.Now()
 // one that ends on SIGTERM or SIGINT).
 func NewCommand() *cobra.Command {
 	opts := NewOptions()
+	var printConfig bool
+	// sources are where the root's flags took their values from (--config).
+	var sources map[string]configfile.Source
 	cmd := &cobra.Command{
 		Use:   "sample-generic-controlplane",
 		Short: "A Kubernetes-style control plane without the container domain",
@@ -44,12 +49,20 @@ an admin kubeconfig that it prints when ready.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
-		PersistentPreRun: func(*cobra.Command, []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			// Loopback clients must not log the warnings they cause themselves.
 			rest.SetDefaultWarningHandler(rest.NoWarnings{})
+			s, err := applyConfigFile(cmd)
+			if cmd == cmd.Root() {
+				sources = s
+			}
+			return err
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			verflag.PrintAndExitIfRequested()
+			if printConfig {
+				return configfile.Print(cmd.OutOrStdout(), cmd.Flags(), sources)
+			}
 			flushLogs, err := opts.ApplyToProcess(true)
 			if err != nil {
 				return err
@@ -62,6 +75,7 @@ an admin kubeconfig that it prints when ready.`,
 
 	var fss cliflag.NamedFlagSets
 	opts.AddFlags(&fss)
+	addRootConfigFlags(fss.FlagSet("global"), &printConfig)
 	verflag.AddFlags(fss.FlagSet("global"))
 	globalflag.AddGlobalFlags(fss.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
 	for _, fs := range fss.FlagSets {
@@ -90,6 +104,15 @@ func NewOptions() *controlplane.Options {
 }
 
 func run(ctx context.Context, opts *controlplane.Options, out io.Writer) error {
+	// Under systemd (Type=notify), tell it the phases, readiness, the stop
+	// and liveness; a plain start has no $NOTIFY_SOCKET and tells no one.
+	notifier, err := sdnotify.FromEnvironment()
+	if err != nil {
+		return err
+	}
+	if notifier != nil {
+		opts.Notifier = notifier
+	}
 	restoreGC := raiseGCForStartup()
 	defer restoreGC()
 	return controlplane.Serve(ctx, opts, func(server *controlplane.Server) {
@@ -99,13 +122,13 @@ func run(ctx context.Context, opts *controlplane.Options, out io.Writer) error {
 }
 
 // printFlags logs every flag at -v=1, as upstream's cliflag.PrintFlags
-// does, but not the join token: until it is used or expires, it fetches
-// the cluster's keys.
+// does, but not secrets such as the join token: until it is used or
+// expires, it fetches the cluster's keys.
 func printFlags(flags *pflag.FlagSet) {
 	flags.VisitAll(func(f *pflag.Flag) {
 		value := f.Value.String()
-		if f.Name == "token" && value != "" {
-			value = "<redacted>"
+		if configfile.Secret(f.Name) && value != "" {
+			value = configfile.Redacted
 		}
 		klog.V(1).Infof("FLAG: --%s=%q", f.Name, value)
 	})

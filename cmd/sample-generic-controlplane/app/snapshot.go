@@ -40,6 +40,7 @@ own too, into <data-dir>/snapshots (--embedded-etcd-snapshot-schedule).`,
 func addDataDirFlag(fss *cliflag.NamedFlagSets, dataDir *string, usage string) {
 	*dataDir = controlplane.DefaultDataDir()
 	fss.FlagSet("control plane").StringVar(dataDir, "data-dir", *dataDir, usage+" Defaults, as for the control plane, to $XDG_DATA_HOME/sample-generic-controlplane or ~/.local/share/sample-generic-controlplane.")
+	addConfigFlag(fss.FlagSet("control plane"))
 }
 
 func addFlagSets(cmd *cobra.Command, fss cliflag.NamedFlagSets) {

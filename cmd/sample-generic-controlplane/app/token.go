@@ -69,6 +69,7 @@ type tokenOptions struct {
 
 func (o *tokenOptions) addFlags(cmd *cobra.Command, fss cliflag.NamedFlagSets) {
 	fss.FlagSet("connection").StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Kubeconfig of the control plane (its admin's). Defaults, as for kubectl, to $KUBECONFIG, then ~/.kube/config.")
+	addConfigFlag(fss.FlagSet("connection"))
 	addFlagSets(cmd, fss)
 }
 
