@@ -87,6 +87,9 @@ func (o *registryOptions) addFlags(cmd *cobra.Command, flags registryFlags) {
 	}
 	connection := fss.FlagSet("connection")
 	connection.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Kubeconfig of the control plane to look up. Defaults, as for kubectl, to $KUBECONFIG, then ~/.kube/config.")
+	// The binary's root command reads the file before this command runs
+	// (as for its other subcommands): here it only needs a name.
+	connection.String("config", "", "Config file of the control plane (as its --config): without --kubeconfig, use admin.kubeconfig in the file's data-dir.")
 	timeout := flags.timeout
 	if timeout == "" {
 		timeout = "How long to wait for the control plane's NetworkClaims before giving up."

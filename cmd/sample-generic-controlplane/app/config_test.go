@@ -69,11 +69,14 @@ func TestSubcommandsReadTheConfigFile(t *testing.T) {
 		{[]string{"snapshot", "list", "--config", config}, dataDir},
 		{[]string{"token", "list", "--config", config}, filepath.Join(dataDir, "admin.kubeconfig")},
 		{[]string{"cluster", "members", "--config", config}, filepath.Join(dataDir, "admin.kubeconfig")},
+		{[]string{"registry", "list", "--config", config}, filepath.Join(dataDir, "admin.kubeconfig")},
+		{[]string{"registry", "pools", "--config", config, "--kubeconfig", filepath.Join(dir, "other.kubeconfig")}, filepath.Join(dir, "other.kubeconfig")},
 		// The command line wins.
 		{[]string{"etcd", "status", "--config", config, "--data-dir", filepath.Join(dir, "other")}, filepath.Join(dir, "other")},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
+			t.Setenv("KUBECONFIG", "")
 			// No server runs there: each says what it looked for.
 			out, err := execute(t, tc.args...)
 			if err != nil {
