@@ -22,6 +22,7 @@ type flags struct {
 	sans      []string
 	issuers   []string
 	runtime   cliflag.ConfigurationMap
+	sniCerts  []cliflag.NamedCertKey
 	token     string
 	tokenFile string
 	fs        *pflag.FlagSet
@@ -36,6 +37,7 @@ func newFlags() *flags {
 	fs.StringSliceVar(&f.sans, "tls-san", nil, "")
 	fs.StringArrayVar(&f.issuers, "service-account-issuer", nil, "")
 	fs.Var(&f.runtime, "runtime-config", "")
+	fs.Var(cliflag.NewNamedCertKeyArray(&f.sniCerts), "tls-sni-cert-key", "")
 	fs.StringVar(&f.token, "token", "", "")
 	fs.StringVar(&f.tokenFile, "token-file", "", "")
 	fs.String("config", "", "")
@@ -242,7 +244,8 @@ func TestApplyToFewerFlags(t *testing.T) {
 // --print-config writes every flag with where it came from, secrets
 // redacted; read back as a config file it sets the same values.
 func TestPrint(t *testing.T) {
-	path := write(t, map[string]string{"config.yaml": "data-dir: /var/lib/sgcp\ntls-san: [a, b]\nruntime-config: {api/all: \"true\"}\n"})
+	path := write(t, map[string]string{"config.yaml": "data-dir: /var/lib/sgcp\ntls-san: [a, b]\nruntime-config: {api/all: \"true\"}\n" +
+		"tls-sni-cert-key: [\"a.crt,a.key:a.example,b.example\", \"c.crt,c.key\"]\n"})
 	f, sources := parse(t, path, "--token=sgcp::secret", "--secure-port=7443")
 	var out bytes.Buffer
 	if err := Print(&out, f.fs, sources); err != nil {
@@ -254,6 +257,7 @@ func TestPrint(t *testing.T) {
 		"tls-san: [a, b] # file " + path + ":2\n",
 		"runtime-config: api/all=true # file " + path + ":3\n",
 		"secure-port: 7443 # flag\n",
+		"tls-sni-cert-key: ['a.crt,a.key:a.example,b.example', 'c.crt,c.key'] # file " + path + ":4\n",
 		"request-timeout: 1m0s # default\n",
 		"token: <redacted> # flag\n",
 		`token-file: "" # default` + "\n",

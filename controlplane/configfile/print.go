@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 	yaml "go.yaml.in/yaml/v3"
+	cliflag "k8s.io/component-base/cli/flag"
 )
 
 // Redacted replaces the value of a secret flag when printed.
@@ -49,10 +50,19 @@ func printed(f *pflag.Flag) *yaml.Node {
 	}
 	if listFlag(f) {
 		items := []string{}
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			items = sv.GetSlice()
-		} else if s := strings.Trim(f.Value.String(), "[]"); s != "" {
-			items = strings.Split(s, ",")
+		switch v := f.Value.(type) {
+		case pflag.SliceValue:
+			items = v.GetSlice()
+		case *cliflag.NamedCertKeyArray:
+			// Its items hold commas (CERT,KEY:NAMES); they are
+			// separated by semicolons.
+			if s := strings.Trim(v.String(), "[]"); s != "" {
+				items = strings.Split(s, ";")
+			}
+		default:
+			if s := strings.Trim(f.Value.String(), "[]"); s != "" {
+				items = strings.Split(s, ",")
+			}
 		}
 		seq := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
 		for _, item := range items {
