@@ -119,51 +119,105 @@ func (s *uiServer) nextVersion() uint64 {
 // show the registry, it publishes why and tries again.
 func (s *uiServer) follow(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	user := s.whoAmI(ctx)
-	s.mu.Lock()
-	s.user = user
-	s.mu.Unlock()
 	for ctx.Err() == nil {
+		s.learnUser(ctx)
+		// A registry per attempt: its informer stops with its context.
+		registryCtx, stop := context.WithCancel(ctx)
 		r := networkregistry.New(s.client, "")
-		if err := r.Start(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			logger.V(2).Info("The registry cannot be read; trying again", "after", s.retry, "err", err)
-			s.publish(problemView(s.nextVersion(), uiStateProblem, s.explain(err)))
-			select {
-			case <-ctx.Done():
-			case <-time.After(s.retry):
-			}
-			continue
+		err := r.Start(registryCtx)
+		if err == nil {
+			err = s.followRegistry(registryCtx, r)
 		}
-		s.followRegistry(ctx, r)
+		stop()
+		if ctx.Err() != nil {
+			return
+		}
+		logger.V(2).Info("The registry cannot be read; trying again", "after", s.retry, "err", err)
+		s.publish(problemView(s.nextVersion(), uiStateProblem, s.explain(err)))
+		select {
+		case <-ctx.Done():
+		case <-time.After(s.retry):
+		}
 	}
 }
 
-// followRegistry builds a view of r after each change, until ctx ends: at
-// most every uiSettle, or every two builds' time when a build takes longer,
-// so that a stream of changes costs the server at most half its time.
-func (s *uiServer) followRegistry(ctx context.Context, r *networkregistry.Registry) {
+// learnUser asks who the kubeconfig's user is, until the server says.
+func (s *uiServer) learnUser(ctx context.Context) {
+	if s.currentUser() != "" {
+		return
+	}
+	user := s.whoAmI(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.user = user
+}
+
+// followRegistry builds a view of r after each change, until ctx ends or
+// the control plane refuses the registry. A build follows a change by
+// uiSettle, and the last build by twice its cost, so that a stream of
+// changes costs the server at most a third of its time. Every s.retry it
+// asks the control plane for a claim: the informer retries a failed watch
+// on its own, without a word to its owner, and the page must not say live
+// while nothing comes. A refusal (RBAC revoked, credentials expired) ends
+// the follow, to show why; a failure marks the view stale until the
+// control plane answers again.
+func (s *uiServer) followRegistry(ctx context.Context, r *networkregistry.Registry) error {
 	logger := klog.FromContext(ctx)
+	probe := time.NewTicker(s.retry)
+	defer probe.Stop()
+	var v *uiView
+	var built time.Time
+	var cost time.Duration
 	for {
 		changed := r.Changed()
 		start := time.Now()
-		v := buildView(r, s.nextVersion())
-		cost := time.Since(start)
+		v = buildView(r, s.nextVersion())
+		built = time.Now()
+		cost = built.Sub(start)
 		s.publish(v)
 		logger.V(4).Info("Built a view of the registry", "version", v.version, "claims", v.nClaims, "cost", cost)
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-changed:
+				break wait
+			case <-probe.C:
+				err := s.probe(ctx)
+				switch {
+				case err != nil && networkregistryPermanent(err):
+					return err
+				case err != nil && v.stale == "":
+					v = v.withStale(s.nextVersion(), fmt.Sprintf("The control plane has not answered since %s: %v", time.Now().Format(time.TimeOnly), err))
+					s.publish(v)
+				case err == nil && v.stale != "":
+					v = v.withStale(s.nextVersion(), "")
+					s.publish(v)
+				}
+			}
 		}
+		wait := max(uiSettle, time.Until(built.Add(2*cost)))
 		select {
 		case <-ctx.Done():
-			return
-		case <-time.After(max(uiSettle, 2*cost)):
+			return ctx.Err()
+		case <-time.After(wait):
 		}
 	}
+}
+
+// probe asks the control plane for one NetworkClaim, as the user.
+func (s *uiServer) probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.retry)
+	defer cancel()
+	_, err := s.client.NetworkingV1alpha1().NetworkClaims().List(ctx, metav1.ListOptions{Limit: 1})
+	return err
+}
+
+// networkregistryPermanent reports whether err is a refusal that asking
+// again does not change, as networkregistry.Start tells them.
+func networkregistryPermanent(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err)
 }
 
 // whoAmI is the name of the user the kubeconfig authenticates as, or ""
@@ -220,7 +274,19 @@ func grantView(user string) string {
 			return fmt.Sprintf("kubectl create clusterrolebinding %s-registry-view --clusterrole=view --serviceaccount=%s:%s", name, namespace, name)
 		}
 	}
-	return fmt.Sprintf("kubectl create clusterrolebinding registry-view-%s --clusterrole=view --user=%s", bindingSuffix(user), user)
+	return fmt.Sprintf("kubectl create clusterrolebinding registry-view-%s --clusterrole=view --user=%s", bindingSuffix(user), shellQuote(user))
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but the
+// characters of plain user names: an identity provider's names may hold
+// spaces, # or ; that a pasted command must not run.
+func shellQuote(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@._:-/=+", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // bindingSuffix makes a user name fit in an object name.
@@ -230,7 +296,7 @@ func bindingSuffix(user string) string {
 		switch {
 		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
 			b.WriteRune(r)
-		default:
+		case !strings.HasSuffix(b.String(), "-"):
 			b.WriteByte('-')
 		}
 	}
@@ -307,23 +373,25 @@ func (s *uiServer) hostAllowed(hostport string) bool {
 // uiOverview is what the page shows first: the state, the pools and the
 // counts.
 type uiOverview struct {
-	Version     uint64     `json:"version"`
-	State       string     `json:"state"`
-	Problem     *uiProblem `json:"problem,omitempty"`
-	Server      string     `json:"server"`
-	User        string     `json:"user"`
-	Built       time.Time  `json:"built"`
-	Claims      int        `json:"claims"`
-	Allocations int        `json:"allocations"`
-	Roots       int        `json:"roots"`
-	Waiting     int        `json:"waiting"`
-	Pools       []uiPool   `json:"pools"`
+	Version uint64     `json:"version"`
+	State   string     `json:"state"`
+	Problem *uiProblem `json:"problem,omitempty"`
+	// Stale says why the view may be behind the control plane.
+	Stale       string    `json:"stale,omitempty"`
+	Server      string    `json:"server"`
+	User        string    `json:"user"`
+	Built       time.Time `json:"built"`
+	Claims      int       `json:"claims"`
+	Allocations int       `json:"allocations"`
+	Roots       int       `json:"roots"`
+	Waiting     int       `json:"waiting"`
+	Pools       []uiPool  `json:"pools"`
 }
 
 func (s *uiServer) overview(w http.ResponseWriter, _ *http.Request) {
 	v, _ := s.current()
 	out := uiOverview{
-		Version: v.version, State: v.state, Problem: v.problem, Server: s.host, User: s.currentUser(), Built: v.built,
+		Version: v.version, State: v.state, Problem: v.problem, Stale: v.stale, Server: s.host, User: s.currentUser(), Built: v.built,
 		Claims: v.nClaims, Allocations: len(v.allocations), Roots: len(v.roots), Waiting: len(v.waiting), Pools: v.pools,
 	}
 	if out.Pools == nil {
@@ -352,11 +420,14 @@ type uiNode struct {
 
 // uiNodes is one page of an allocation's children (or of the roots).
 type uiNodes struct {
-	Version uint64     `json:"version"`
-	Total   int        `json:"total"`
-	Offset  int        `json:"offset"`
-	Items   []uiNode   `json:"items"`
-	Waiting []uiRecord `json:"waiting"`
+	Version uint64   `json:"version"`
+	Total   int      `json:"total"`
+	Offset  int      `json:"offset"`
+	Items   []uiNode `json:"items"`
+	// Waiting are the first records waiting for the allocation, up to
+	// the page's limit, of WaitingTotal.
+	Waiting      []uiRecord `json:"waiting"`
+	WaitingTotal int        `json:"waitingTotal"`
 }
 
 // nodes answers the children of the allocation claim and prefix name, or
@@ -381,7 +452,8 @@ func (s *uiServer) nodes(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		list = v.children[key]
-		for _, i := range v.waitingOn[key] {
+		out.WaitingTotal = len(v.waitingOn[key])
+		for _, i := range page(v.waitingOn[key], 0, limit) {
 			out.Waiting = append(out.Waiting, v.waiting[i])
 		}
 	}

@@ -7,8 +7,10 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -26,6 +28,7 @@ import (
 
 	"sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/fake"
+	"sigs.k8s.io/sample-generic-controlplane/client/networkregistry"
 )
 
 // uiTestServer serves a view of the claims, as registry ui would once it
@@ -220,6 +223,13 @@ func TestUITree(t *testing.T) {
 			Prefix: "10.1.0.0/20", Status: v1alpha1.AllocationUnavailable, Date: registryDecidedAt, Reason: v1alpha1.ReasonConflict,
 			Message: "overlaps 10.1.0.0/16 held by NetworkClaim cluster-b", ConflictsWith: &v1alpha1.ClaimedPrefix{Claim: "cluster-b", Prefix: "10.1.0.0/16"},
 		}}},
+	}, &v1alpha1.NetworkClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "later"},
+		Spec:       v1alpha1.NetworkClaimSpec{AddressSpace: []v1alpha1.AddressSpaceRecord{{Prefix: "10.1.128.0/20"}}},
+		Status: v1alpha1.NetworkClaimStatus{AddressSpace: []v1alpha1.AddressSpaceStatus{{
+			Prefix: "10.1.128.0/20", Status: v1alpha1.AllocationUnavailable, Date: registryDecidedAt, Reason: v1alpha1.ReasonConflict,
+			Message: "overlaps 10.1.0.0/16 held by NetworkClaim cluster-b", ConflictsWith: &v1alpha1.ClaimedPrefix{Claim: "cluster-b", Prefix: "10.1.0.0/16"},
+		}}},
 	})
 	s := uiTestServer(t, claims)
 	keys := func(nodes []uiNode) string {
@@ -249,8 +259,15 @@ func TestUITree(t *testing.T) {
 	if got, want := keys(pool.Items), "10.1.0.0/24 node-1"; got != want {
 		t.Errorf("cluster-b's children %q, want %q", got, want)
 	}
-	if len(pool.Waiting) != 1 || pool.Waiting[0].Claim != "late" || pool.Waiting[0].WaitsFor == nil || pool.Waiting[0].WaitsFor.Claim != "cluster-b" {
-		t.Errorf("waiting for cluster-b's pool: %+v, want late's 10.1.0.0/20", pool.Waiting)
+	if len(pool.Waiting) != 2 || pool.Waiting[0].Claim != "late" || pool.Waiting[0].WaitsFor == nil || pool.Waiting[0].WaitsFor.Claim != "cluster-b" || pool.Waiting[1].Claim != "later" {
+		t.Errorf("waiting for cluster-b's pool: %+v, want late's 10.1.0.0/20 and later's 10.1.128.0/20", pool.Waiting)
+	}
+
+	// The records waiting for a pool come a page at a time too.
+	var first uiNodes
+	get(t, s, "/api/nodes?claim=cluster-b&prefix=10.1.0.0/16&limit=1", &first)
+	if len(first.Waiting) != 1 || first.WaitingTotal != 2 {
+		t.Errorf("waiting for cluster-b's pool, limit 1: %d of %d, want 1 of 2", len(first.Waiting), first.WaitingTotal)
 	}
 
 	var window uiNodes
@@ -270,7 +287,8 @@ func TestUITree(t *testing.T) {
 		got = append(got, r.Claim+" "+cmp.Or(r.Prefix, "?")+" "+r.Status+" → "+target)
 	}
 	// Pending: late's second record is not decided yet.
-	want := []string{"cluster-b ? Unavailable → org-pods fd00::/32", "late 10.1.0.0/20 Unavailable → cluster-b 10.1.0.0/16", "late 192.0.2.0/24 Pending → -"}
+	want := []string{"cluster-b ? Unavailable → org-pods fd00::/32", "late 10.1.0.0/20 Unavailable → cluster-b 10.1.0.0/16", "late 192.0.2.0/24 Pending → -",
+		"later 10.1.128.0/20 Unavailable → cluster-b 10.1.0.0/16"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("waiting:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -492,9 +510,102 @@ func TestGrantView(t *testing.T) {
 		"":                                 "kubectl create clusterrolebinding registry-view --clusterrole=view --user=USER",
 		"alice@example.com":                "kubectl create clusterrolebinding registry-view-alice-example-com --clusterrole=view --user=alice@example.com",
 		"system:serviceaccount:ns-1:robot": "kubectl create clusterrolebinding robot-registry-view --clusterrole=view --serviceaccount=ns-1:robot",
+		"oidc:Alice O'Neil #1; rm -rf":     `kubectl create clusterrolebinding registry-view-oidc-alice-o-neil-1-rm-rf --clusterrole=view --user='oidc:Alice O'\''Neil #1; rm -rf'`,
 	} {
 		if got := grantView(user); got != want {
 			t.Errorf("grantView(%q) = %q, want %q", user, got, want)
 		}
 	}
+}
+
+// A pool's use reads honestly at every size: a bar up to 2^32 addresses,
+// then /64s, and addresses for an IPv6 pool smaller than a /64; the
+// percentage keeps three significant digits without an exponent.
+func TestUIPoolUse(t *testing.T) {
+	number := func(s string) *big.Int {
+		n, ok := new(big.Int).SetString(s, 10)
+		if !ok {
+			t.Fatalf("%q is not a number", s)
+		}
+		return n
+	}
+	pool := func(prefix, size, allocated string) networkregistry.Pool {
+		free := new(big.Int).Sub(number(size), number(allocated))
+		return networkregistry.Pool{
+			Allocation:  networkregistry.Allocation{Claim: "org", Prefix: netip.MustParsePrefix(prefix)},
+			Utilization: &networkregistry.PoolUtilization{Size: number(size), Allocated: number(allocated), Reserved: new(big.Int), Cooling: new(big.Int), Free: free},
+		}
+	}
+	tests := []struct {
+		name    string
+		pool    networkregistry.Pool
+		bar     bool
+		summary string
+	}{
+		{"an IPv4 /8", pool("10.0.0.0/8", "16777216", "65536"), true, "0% used, 65536 allocated, 0 reserved, 0 cooling, 16.7M free, of 16.8M addresses"},
+		{"an IPv6 /96: a bar", pool("fd00::/96", "4294967296", "65536"), true, "0% used, 65536 allocated, 0 reserved, 0 cooling, 4.29G free, of 4.29G addresses"},
+		{"an IPv6 /32 with one /64 taken", pool("fd00::/32", "79228162514264337593543950336", "18446744073709551616"), false,
+			"1 of 4.29G /64s in use (0.0000000233%), 1.84e19 addresses allocated, 0 reserved, 0 cooling"},
+		{"an IPv6 /64", pool("fd00::/64", "18446744073709551616", "65536"), false,
+			"65536 of 1.84e19 addresses in use (0.000000000000355%), 65536 addresses allocated, 0 reserved, 0 cooling"},
+		{"an IPv6 /80 half used", pool("fd00::/80", "281474976710656", "140737488355328"), false,
+			"1.41e14 of 2.81e14 addresses in use (50.0%), 1.41e14 addresses allocated, 0 reserved, 0 cooling"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := uiPoolOf(tc.pool)
+			if (p.Bar != nil) != tc.bar || (p.Blocks != nil) == tc.bar {
+				t.Errorf("bar %v, blocks %v; want a bar: %v", p.Bar, p.Blocks, tc.bar)
+			}
+			if p.Summary != tc.summary {
+				t.Errorf("summary %q, want %q", p.Summary, tc.summary)
+			}
+		})
+	}
+}
+
+// After the registry was read, a control plane that stops answering marks
+// the page stale, and one that refuses the user (RBAC revoked) shows why:
+// the informer would retry in silence, and the page must not say live.
+func TestUIFollowsTheControlPlaneAfterTheRead(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	for _, c := range delegationClaims() {
+		if err := client.Tracker().Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var fail error
+	client.PrependReactor("list", "networkclaims", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if fail != nil {
+			return true, nil, fail
+		}
+		return false, nil, nil
+	})
+	setFail := func(err error) {
+		client.Lock()
+		defer client.Unlock()
+		fail = err
+	}
+	s := newUIServer("https://127.0.0.1:6443", client, nil, []string{"127.0.0.1"})
+	s.retry = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go s.follow(ctx)
+	waitOverview(t, s, func(ov uiOverview) bool { return ov.State == uiStateReady && ov.Stale == "" })
+
+	setFail(apierrors.NewInternalError(errorString("etcd is down")))
+	ov := waitOverview(t, s, func(ov uiOverview) bool { return ov.Stale != "" })
+	if ov.State != uiStateReady || !strings.Contains(ov.Stale, "The control plane has not answered since") || !strings.Contains(ov.Stale, "etcd is down") {
+		t.Errorf("while the control plane fails: state %s, stale %q", ov.State, ov.Stale)
+	}
+	setFail(nil)
+	waitOverview(t, s, func(ov uiOverview) bool { return ov.State == uiStateReady && ov.Stale == "" })
+
+	setFail(apierrors.NewForbidden(schema.GroupResource{Group: v1alpha1.GroupName, Resource: "networkclaims"}, "", errorString("RBAC revoked")))
+	ov = waitOverview(t, s, func(ov uiOverview) bool { return ov.State == uiStateProblem })
+	if ov.Problem.Reason != "Forbidden" {
+		t.Errorf("after the user lost the right to list: %+v", ov.Problem)
+	}
+	setFail(nil)
+	waitOverview(t, s, func(ov uiOverview) bool { return ov.State == uiStateReady })
 }

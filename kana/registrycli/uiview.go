@@ -2,9 +2,12 @@ package registrycli
 
 import (
 	"cmp"
+	"fmt"
+	"math"
 	"math/big"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +33,9 @@ type uiView struct {
 	// why not.
 	state   string
 	problem *uiProblem
+	// stale says why the view may be behind the control plane: it has not
+	// answered since; empty while it answers.
+	stale string
 
 	nClaims  int
 	pools    []uiPool
@@ -86,7 +92,8 @@ type uiPool struct {
 	// registry has not counted it.
 	Bar *uiBar `json:"bar,omitempty"`
 	// Blocks is, for a pool too large for a bar, its use in /64s (IPv6
-	// subnets), exactly as the registry counted it.
+	// subnets), or in addresses for a pool smaller than a /64, exactly as
+	// the registry counted it.
 	Blocks *uiBlocks `json:"blocks,omitempty"`
 	// Summary says the same as the bar or the blocks in words: the bar's
 	// text alternative.
@@ -103,7 +110,7 @@ type uiBar struct {
 
 // uiBlocks is a pool's use counted in blocks of a prefix length.
 type uiBlocks struct {
-	// Length is the blocks' prefix length, 64.
+	// Length is the blocks' prefix length: 64, or 128 (addresses).
 	Length int `json:"length"`
 	// Used is how many blocks' worth of addresses are allocated, reserved
 	// or cooling, and Total how many the pool holds, as addressCount
@@ -212,6 +219,14 @@ func buildView(r *networkregistry.Registry, version uint64) *uiView {
 	return v
 }
 
+// withStale returns a copy of the view, of another version, that says
+// why it may be behind the control plane ("" when it is not).
+func (v *uiView) withStale(version uint64, stale string) *uiView {
+	out := *v
+	out.version, out.stale = version, stale
+	return &out
+}
+
 // problemView is a view that shows a problem instead of the registry.
 func problemView(version uint64, state string, problem *uiProblem) *uiView {
 	return &uiView{version: version, built: time.Now(), state: state, problem: problem}
@@ -261,19 +276,39 @@ func uiPoolOf(p networkregistry.Pool) uiPool {
 			addressCount(u.Cooling)+" cooling", addressCount(u.Free)+" free", "of "+addressCount(u.Size)+" addresses")
 		return out
 	}
-	used := new(big.Int).Sub(u.Size, u.Free)
-	shift := uint(p.Prefix.Addr().BitLen() - uiBlockLength)
-	out.Blocks = &uiBlocks{
-		Length: uiBlockLength,
-		Used:   addressCount(new(big.Int).Rsh(used, shift)),
-		Total:  addressCount(new(big.Int).Rsh(u.Size, shift)),
+	// A pool of several /64s counts in /64s, the IPv6 subnet; a /64 or
+	// smaller (to /95) in addresses: either way exactly, no bar.
+	length := p.Prefix.Addr().BitLen()
+	if p.Prefix.Bits() < uiBlockLength {
+		length = uiBlockLength
 	}
-	percent := new(big.Float).SetInt(used)
-	percent.Mul(percent, big.NewFloat(100)).Quo(percent, new(big.Float).SetInt(u.Size))
-	out.Blocks.Percent = percent.Text('g', 3) + "%"
-	out.Summary = joinSummary(out.Blocks.Used+" of "+out.Blocks.Total+" /64s in use ("+out.Blocks.Percent+")",
+	used := new(big.Int).Sub(u.Size, u.Free)
+	shift := uint(p.Prefix.Addr().BitLen() - length)
+	out.Blocks = &uiBlocks{
+		Length:  length,
+		Used:    addressCount(new(big.Int).Rsh(used, shift)),
+		Total:   addressCount(new(big.Int).Rsh(u.Size, shift)),
+		Percent: percentString(used, u.Size),
+	}
+	unit := fmt.Sprintf("/%ds", length)
+	if length == p.Prefix.Addr().BitLen() {
+		unit = "addresses"
+	}
+	out.Summary = joinSummary(out.Blocks.Used+" of "+out.Blocks.Total+" "+unit+" in use ("+out.Blocks.Percent+")",
 		addressCount(u.Allocated)+" addresses allocated", addressCount(u.Reserved)+" reserved", addressCount(u.Cooling)+" cooling")
 	return out
+}
+
+// percentString writes n of total in percent with three significant
+// digits and no exponent, however small: 0.00458%, 0.0000000233%.
+func percentString(n, total *big.Int) string {
+	p := percentOf(n, total)
+	if p == 0 {
+		return "0%"
+	}
+	// The decimals that leave three significant digits.
+	decimals := max(0, 2-int(math.Floor(math.Log10(p))))
+	return strconv.FormatFloat(p, 'f', decimals, 64) + "%"
 }
 
 // percentOf is n in percent of total.

@@ -179,8 +179,19 @@ func startRegistryUI(t *testing.T, kubeconfig string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	// A file, not a buffer: exec's copying goroutine writes it while a
+	// failing test reads it.
+	stderrPath := filepath.Join(t.TempDir(), "registry-ui.stderr")
+	stderrFile, err := os.Create(stderrPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderrFile.Close() //nolint:errcheck // the child has its own
+	cmd.Stderr = stderrFile
+	stderr := func() string {
+		data, _ := os.ReadFile(stderrPath)
+		return string(data)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -191,16 +202,16 @@ func startRegistryUI(t *testing.T, kubeconfig string) string {
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("registry ui did not stop cleanly on SIGINT: %v; stderr:\n%s", err, stderr.String())
+				t.Errorf("registry ui did not stop cleanly on SIGINT: %v; stderr:\n%s", err, stderr())
 			}
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			t.Errorf("registry ui did not stop within 10s of SIGINT; stderr:\n%s", stderr.String())
+			t.Errorf("registry ui did not stop within 10s of SIGINT; stderr:\n%s", stderr())
 		}
 	})
 	lines := bufio.NewScanner(stdout)
 	if !lines.Scan() {
-		t.Fatalf("registry ui printed nothing; stderr:\n%s", stderr.String())
+		t.Fatalf("registry ui printed nothing; stderr:\n%s", stderr())
 	}
 	first := lines.Text()
 	_, url, ok := strings.Cut(first, " on http://")

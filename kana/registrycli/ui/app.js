@@ -115,6 +115,9 @@ async function load() {
   }
   document.getElementById("problem").hidden = true;
   document.getElementById("registry").hidden = false;
+  const stale = document.getElementById("stale");
+  stale.hidden = !ov.stale;
+  stale.textContent = ov.stale || "";
   state.data.set("", nodes);
   for (const key of state.windows.keys()) {
     if (key === "") continue;
@@ -132,7 +135,8 @@ async function load() {
   if (state.claim) await showClaim(state.claim, false);
   if (state.whois) await lookUp(state.whois);
   state.version = ov.version;
-  setLive("on", "live · updated " + new Date(ov.built).toLocaleTimeString());
+  if (ov.stale) setLive("off", "the control plane is not answering");
+  else setLive("on", "live · updated " + new Date(ov.built).toLocaleTimeString());
 }
 
 function loadNodes(key) {
@@ -193,7 +197,8 @@ function renderPools(pools) {
             return seg;
           }));
       } else if (p.blocks) {
-        util = el("span", { class: "blocks" }, `${p.blocks.used} of ${p.blocks.total} /${p.blocks.length}s in use (${p.blocks.percent})`);
+        const unit = p.blocks.length === 128 ? "addresses" : `/${p.blocks.length}s`;
+        util = el("span", { class: "blocks" }, `${p.blocks.used} of ${p.blocks.total} ${unit} in use (${p.blocks.percent})`);
       } else {
         util = el("span", { class: "meta" }, p.summary);
       }
@@ -240,6 +245,11 @@ function treeItems(key, level) {
     items.push(moreItem(key, level, +1, `Show ${Math.min(PAGE, d.total - d.offset - d.items.length)} more of ${d.total}`));
   }
   for (const r of d.waiting || []) items.push(waitingItem(r, level));
+  if (d.waitingTotal > (d.waiting || []).length) {
+    items.push(el("li", { role: "treeitem", tabIndex: -1, "aria-level": level, dataset: { key: "waiting-more " + key } },
+      el("div", { class: "row" }, el("span", { class: "twisty", "aria-hidden": "true" }),
+        el("span", { class: "meta" }, `${d.waitingTotal - d.waiting.length} more waiting: see Waiting below`))));
+  }
   return items;
 }
 
@@ -300,9 +310,16 @@ async function showMore(key, direction) {
   } else {
     w.limit += PAGE;
   }
-  state.focusKey = null;
-  state.data.set(key, await loadNodes(key));
+  const before = state.data.get(key);
+  // The focus goes to the first item the click brought in.
+  const first = direction < 0 ? w.offset : before.offset + before.items.length;
+  const d = await loadNodes(key);
+  state.data.set(key, d);
+  const n = d.items[first - d.offset];
+  state.focusKey = n ? keyOf(n.claim, n.prefix) : null;
   renderTree();
+  const li = state.focusKey && itemByKey(state.focusKey);
+  if (li) focusItem(li);
 }
 
 async function toggle(key) {
