@@ -1,6 +1,7 @@
 package allocation
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -94,28 +95,22 @@ func TestPoolStatus(t *testing.T) {
 	}
 }
 
-// A changed pool is counted again only once its count's budget allows:
-// until then its status shows the last count, and says it is stale.
-func TestPoolUsageIsCountedWithinItsBudget(t *testing.T) {
+// A pool's figures are kept as records come and go: its status shows the
+// change at once, with no count to wait for.
+func TestPoolUsageFollowsEveryChange(t *testing.T) {
 	l := testLedger()
 	l.sync(spec("org", 1, exact("10.0.0.0/8").delegable()))
 	org := l.claims["org"].records[exact("10.0.0.0/8").key]
-	if u := l.usageOf(org); u.subPrefixes != 0 {
-		t.Fatalf("an empty pool: %d sub-prefixes", u.subPrefixes)
+	if u := l.usageOf(org); u.subPrefixes != 0 || u.largestFree != netip.MustParsePrefix("10.0.0.0/8") {
+		t.Fatalf("an empty pool: %d sub-prefixes, largest free %s", u.subPrefixes, u.largestFree)
 	}
 	l.sync(spec("a", 2, pool("p", "org", 16)))
-	if u := l.usageOf(org); u.subPrefixes != 0 || !u.stale {
-		t.Errorf("counted again within a second: %d sub-prefixes, stale %v", u.subPrefixes, u.stale)
+	if u := l.usageOf(org); u.subPrefixes != 1 || u.allocated.Int64() != 1<<16 || u.largestFree != netip.MustParsePrefix("10.128.0.0/9") {
+		t.Errorf("right after an allocation: %d sub-prefixes, %s allocated, largest free %s; want 1, 65536, 10.128.0.0/9", u.subPrefixes, u.allocated, u.largestFree)
 	}
-	if wait, stale := l.staleUsage("org"); !stale || wait <= 0 || wait > poolStatusDelay {
-		t.Errorf("staleUsage = %v, %v; want a wait of at most %v", wait, stale, poolStatusDelay)
-	}
-	l.usage[org].countedAt = time.Now().Add(-poolStatusDelay)
-	if u := l.usageOf(org); u.subPrefixes != 1 || u.stale {
-		t.Errorf("counted again after its budget: %d sub-prefixes, stale %v; want 1, fresh", u.subPrefixes, u.stale)
-	}
-	if _, stale := l.staleUsage("org"); stale {
-		t.Error("staleUsage after a fresh count")
+	l.forget("a", "")
+	if u := l.usageOf(org); u.subPrefixes != 0 || u.allocated.Sign() != 0 || u.largestFree != netip.MustParsePrefix("10.0.0.0/8") {
+		t.Errorf("right after its release: %d sub-prefixes, %s allocated, largest free %s; want 0, 0, 10.0.0.0/8", u.subPrefixes, u.allocated, u.largestFree)
 	}
 }
 
