@@ -78,8 +78,9 @@ func (l *ledger) takeChangedPools() []string {
 // startCounting counts an allocated pool's figures from what lies inside
 // it, once, when the record becomes a pool (allocated delegable, or with
 // another policy); from then on the ledger keeps them as spans come and
-// go. A pool allocated first fit or from its own request is empty then,
-// so this costs nothing but at a rebuild or a policy change.
+// go. A record just allocated holds nothing inside it yet (an allocation
+// conflicts with every overlapping one outside its chain), so the walk
+// finds something only at a rebuild or when a pool's policy changes.
 func (l *ledger) startCounting(pool *record) {
 	c, _ := l.recount(pool)
 	l.figures[pool] = c
