@@ -19,7 +19,8 @@
 #   make verify gofmt, go vet and go mod tidy of every module, generated code up to date
 #   make bench  start-up, idle memory, writes, lists, watches and controllers,
 #               beside upstream anchors; the test servers beside envtest;
-#               NetworkClaim allocation latency and the prefix index
+#               NetworkClaim allocation latency, the cost of a pool's figures
+#               and the prefix index
 #               (docs/performance.md)
 #   make release
 #               stripped, reproducible binaries for linux and darwin on amd64
@@ -180,6 +181,7 @@ bench: build
 	$(GO) run ./hack/bench/controllers -binary $(BINARY) -kcm $(BIN)/anchor-kcm \
 		-kcm-args "--kube-api-qps=1000 --kube-api-burst=2000"
 	$(GO) run ./hack/bench/allocation -binary $(BINARY)
+	$(GO) test -run '^$$' -bench 'Pool.*Of50k' ./controllers/allocation/
 	$(GO) test -run '^$$' -bench BenchmarkUIView -benchmem ./kana/registrycli/
 	cd client && $(GO) test -run '^$$' -bench . -benchmem ./networkregistry/prefixindex/
 

@@ -378,15 +378,12 @@ func (c *Controller) decide(ctx context.Context, name string) {
 		c.seen[name] = claim.ResourceVersion
 	}
 	allocated, waiting := c.ledger.counts()
-	delays := map[string]time.Duration{}
-	for _, holder := range c.ledger.takeChangedPools() {
-		delays[holder] = c.ledger.refreshDelay(holder)
-	}
+	changedPools := c.ledger.takeChangedPools()
 	c.scheduleExpiry()
 	c.mu.Unlock()
 
-	for holder, delay := range delays {
-		c.statuses.AddAfter(holder, delay)
+	for _, holder := range changedPools {
+		c.statuses.AddAfter(holder, poolStatusDelay)
 	}
 
 	c.report(ctx, changes, deleted)
@@ -515,10 +512,6 @@ type rendered struct {
 	generation int64
 	// fenced: the write fence holds the write back.
 	fenced bool
-	// stale: the status shows a count of one of the claim's pools that
-	// may be counted again after refresh.
-	stale   bool
-	refresh time.Duration
 }
 
 // render renders the ledger's decisions on claim as its status; false
@@ -536,7 +529,6 @@ func (c *Controller) render(claim *networkingv1alpha1.NetworkClaim) (rendered, b
 		generation: generation,
 		fenced:     c.ledger.fenced(claim.Name, newlyAllocated(claim, decisions)),
 	}
-	r.refresh, r.stale = c.ledger.staleUsage(claim.Name)
 	return r, true
 }
 
@@ -554,10 +546,6 @@ func (c *Controller) writeStatus(ctx context.Context, name string) error {
 		// The informer has a spec the ledger has not decided yet; the
 		// decider will queue the claim again once it has.
 		return nil
-	}
-	if r.stale {
-		// A pool's count waits for its budget: write it then.
-		c.statuses.AddAfter(name, r.refresh)
 	}
 	if r.fenced {
 		// The release's event queues the claim again; the rate-limited

@@ -30,7 +30,7 @@ func (l *ledger) cool(r *record) {
 	if pool == nil || pool.policy == nil || pool.policy.grace <= 0 || !isChildOf(r, pool) {
 		return
 	}
-	list := slices.DeleteFunc(l.cooling[pool], func(c cooled) bool { return c.prefix.Overlaps(r.prefix) })
+	list := slices.DeleteFunc(slices.Clone(l.cooling[pool]), func(c cooled) bool { return c.prefix.Overlaps(r.prefix) })
 	list = append(list, cooled{prefix: r.prefix, claim: r.claim, until: l.stamp().Add(pool.policy.grace)})
 	slices.SortStableFunc(list, func(a, b cooled) int { return a.until.Compare(b.until) })
 	if n := len(list) - validation.MaxCoolingPrefixes; n > 0 {
@@ -38,16 +38,8 @@ func (l *ledger) cool(r *record) {
 		// soonest, which lose the least of their rest.
 		list = list[n:]
 	}
-	l.cooling[pool] = list
-	l.coolingChanged(pool)
-}
-
-// coolingChanged notes a change of a pool's cooling list. Its count is
-// made again at the next status write, whatever its budget: the status
-// shows the list, and its figures must agree with it.
-func (l *ledger) coolingChanged(pool *record) {
+	l.setCooling(pool, list)
 	l.poolChanged(pool)
-	delete(l.usage, pool)
 }
 
 // coolingFor returns the cooling sub-prefix of pool that p overlaps and
@@ -74,13 +66,10 @@ func (l *ledger) expire() []change {
 		if n == 0 {
 			continue
 		}
-		if n == len(list) {
-			delete(l.cooling, pool)
-		} else {
-			l.cooling[pool] = list[n:]
-		}
-		delete(l.full, pool) // first fit must look at the space again
-		l.coolingChanged(pool)
+		// First fit looks at the rested space again: setCooling lowers
+		// the pool's full mark to it.
+		l.setCooling(pool, list[n:])
+		l.poolChanged(pool)
 		pools = append(pools, pool.claim)
 	}
 	if len(pools) == 0 {

@@ -44,14 +44,11 @@ type ledger struct {
 	// cooling holds each pool's released sub-prefixes in their reuse
 	// grace period, soonest reusable first (cooling.go).
 	cooling map[*record][]cooled
-	// usage caches each pool's utilization until something inside it
-	// changes; changedPools names the claims whose pools changed since
-	// the controller last asked (usage.go).
-	usage        map[*record]*poolUsage
+	// figures are each allocated pool's counts, kept as records come
+	// and go inside it; changedPools names the claims whose pools changed
+	// since the controller last asked (usage.go).
+	figures      map[*record]*poolCounts
 	changedPools map[string]bool
-	// spans and tenants are countUsage's buffers, kept between counts.
-	spans   []span
-	tenants map[string]struct{}
 
 	// fence says when a decision may be written (fence.go).
 	fence fence
@@ -146,7 +143,7 @@ func newLedger(now func() time.Time) *ledger {
 		waitingFrom:  map[string]map[*record]bool{},
 		full:         map[*record]fullMark{},
 		cooling:      map[*record][]cooled{},
-		usage:        map[*record]*poolUsage{},
+		figures:      map[*record]*poolCounts{},
 		changedPools: map[string]bool{},
 		fence:        fence{storedBy: map[string][]netip.Prefix{}},
 	}
@@ -196,6 +193,14 @@ func (l *ledger) sync(c claimSpec) []change {
 				if !rs.req.delegable {
 					delete(l.cooling, r) // no pool, nothing to rest
 				}
+				r.recordSpec = rs
+				// Other reservations, or a pool more or less: count
+				// it again, once.
+				delete(l.figures, r)
+				if r.req.delegable {
+					l.startCounting(r)
+				}
+				continue
 			}
 			r.recordSpec = rs
 			continue
@@ -252,9 +257,10 @@ func (l *ledger) drop(r *record) bool {
 	if r.allocated {
 		l.cool(r)
 		l.held.Delete(r.prefix, r)
+		l.countAllocation(r, r.prefix, -1)
 		delete(l.full, r)
 		delete(l.cooling, r)
-		delete(l.usage, r)
+		delete(l.figures, r)
 		l.lowerFullMarks(r.prefix)
 		return true
 	}
@@ -276,9 +282,11 @@ func (l *ledger) unwait(r *record) {
 
 func (l *ledger) allocate(r *record, p netip.Prefix) {
 	r.allocated, r.prefix, r.reason, r.holder, r.detail = true, p, "", holding{}, ""
+	l.countAllocation(r, p, 1)
 	l.held.Insert(p, r)
 	l.poolsAround(p)
 	if r.req.delegable {
+		l.startCounting(r)
 		l.poolChanged(r)
 	}
 }

@@ -727,6 +727,7 @@ func free(held map[*record]netip.Prefix, r *record, p netip.Prefix) bool {
 func checkLedger(t *testing.T, where string, l *ledger, before map[*record]netip.Prefix, changes []change) {
 	t.Helper()
 	checkCounts(t, where, l)
+	checkKeptUsage(t, where, l)
 	held := heldBy(l)
 	checkOverlaps(t, where, held)
 	// Sticky: an allocation still in the ledger keeps its prefix.
@@ -1055,6 +1056,39 @@ func checkUsage(t *testing.T, where string, l *ledger) {
 			t.Errorf("%s: pool %s/%s %s: usage says %s; counted %s", where, pool.claim, pool.key, p, got, want)
 		}
 	}
+}
+
+// checkKeptUsage compares every allocated pool's figures, as the ledger
+// keeps them and searches its largest free block, with a count from
+// scratch (countUsage, which checkUsage checks address by address), and
+// checks that the ledger keeps figures for its pools only.
+func checkKeptUsage(t *testing.T, where string, l *ledger) {
+	t.Helper()
+	for pool := range heldBy(l) {
+		if !pool.req.delegable {
+			if _, ok := l.figures[pool]; ok {
+				t.Errorf("%s: %s/%s %s keeps pool figures, but is no pool", where, pool.claim, pool.key, pool.prefix)
+			}
+			continue
+		}
+		if _, ok := l.figures[pool]; !ok {
+			t.Errorf("%s: pool %s/%s %s has no kept figures", where, pool.claim, pool.key, pool.prefix)
+			continue
+		}
+		want := describeUsage(l.countUsage(pool))
+		if got := describeUsage(l.usageOf(pool)); got != want {
+			t.Errorf("%s: pool %s/%s %s: kept figures say %s; counted from scratch %s", where, pool.claim, pool.key, pool.prefix, got, want)
+		}
+	}
+	for pool := range l.figures {
+		if !pool.allocated || !pool.req.delegable {
+			t.Errorf("%s: figures kept for %s/%s, which is no allocated pool", where, pool.claim, pool.key)
+		}
+	}
+}
+
+func describeUsage(u *poolUsage) string {
+	return fmt.Sprintf("size %s allocated %s reserved %s cooling %s free %s largest %s subs %d tenants %d", u.size, u.allocated, u.reserved, u.cooling, u.free, u.largestFree, u.subPrefixes, u.tenants)
 }
 
 // coolingState renders every pool's cooling list.

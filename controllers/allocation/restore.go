@@ -23,7 +23,7 @@ func (l *ledger) restore(claims []claimSpec) []change {
 	l.waitingFrom = map[string]map[*record]bool{}
 	l.claims = make(map[string]*claimEntry, len(claims))
 	l.full = map[*record]fullMark{}
-	l.cooling, l.usage = map[*record][]cooled{}, map[*record]*poolUsage{}
+	l.cooling, l.figures = map[*record][]cooled{}, map[*record]*poolCounts{}
 	l.total = 0
 	cooling := map[*record][]cooled{}
 	var standing, undecided []*record
@@ -87,7 +87,7 @@ func (l *ledger) restore(claims []claimSpec) []change {
 	for r, list := range cooling {
 		if r.allocated && r.req.delegable {
 			slices.SortStableFunc(list, func(a, b cooled) int { return a.until.Compare(b.until) })
-			l.cooling[r] = list
+			l.setCooling(r, list)
 		}
 	}
 	// Records that waited before go first, whatever their order says, then

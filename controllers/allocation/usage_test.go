@@ -1,6 +1,8 @@
 package allocation
 
 import (
+	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -94,28 +96,22 @@ func TestPoolStatus(t *testing.T) {
 	}
 }
 
-// A changed pool is counted again only once its count's budget allows:
-// until then its status shows the last count, and says it is stale.
-func TestPoolUsageIsCountedWithinItsBudget(t *testing.T) {
+// A pool's figures are kept as records come and go: its status shows the
+// change at once, with no count to wait for.
+func TestPoolUsageFollowsEveryChange(t *testing.T) {
 	l := testLedger()
 	l.sync(spec("org", 1, exact("10.0.0.0/8").delegable()))
 	org := l.claims["org"].records[exact("10.0.0.0/8").key]
-	if u := l.usageOf(org); u.subPrefixes != 0 {
-		t.Fatalf("an empty pool: %d sub-prefixes", u.subPrefixes)
+	if u := l.usageOf(org); u.subPrefixes != 0 || u.largestFree != netip.MustParsePrefix("10.0.0.0/8") {
+		t.Fatalf("an empty pool: %d sub-prefixes, largest free %s", u.subPrefixes, u.largestFree)
 	}
 	l.sync(spec("a", 2, pool("p", "org", 16)))
-	if u := l.usageOf(org); u.subPrefixes != 0 || !u.stale {
-		t.Errorf("counted again within a second: %d sub-prefixes, stale %v", u.subPrefixes, u.stale)
+	if u := l.usageOf(org); u.subPrefixes != 1 || u.allocated.Int64() != 1<<16 || u.largestFree != netip.MustParsePrefix("10.128.0.0/9") {
+		t.Errorf("right after an allocation: %d sub-prefixes, %s allocated, largest free %s; want 1, 65536, 10.128.0.0/9", u.subPrefixes, u.allocated, u.largestFree)
 	}
-	if wait, stale := l.staleUsage("org"); !stale || wait <= 0 || wait > poolStatusDelay {
-		t.Errorf("staleUsage = %v, %v; want a wait of at most %v", wait, stale, poolStatusDelay)
-	}
-	l.usage[org].countedAt = time.Now().Add(-poolStatusDelay)
-	if u := l.usageOf(org); u.subPrefixes != 1 || u.stale {
-		t.Errorf("counted again after its budget: %d sub-prefixes, stale %v; want 1, fresh", u.subPrefixes, u.stale)
-	}
-	if _, stale := l.staleUsage("org"); stale {
-		t.Error("staleUsage after a fresh count")
+	l.forget("a", "")
+	if u := l.usageOf(org); u.subPrefixes != 0 || u.allocated.Sign() != 0 || u.largestFree != netip.MustParsePrefix("10.0.0.0/8") {
+		t.Errorf("right after its release: %d sub-prefixes, %s allocated, largest free %s; want 0, 0, 10.0.0.0/8", u.subPrefixes, u.allocated, u.largestFree)
 	}
 }
 
@@ -138,5 +134,84 @@ func TestPoolUsageAgreesWithItsCoolingList(t *testing.T) {
 	l.expire()
 	if u := l.usageOf(org); u.cooling.Sign() != 0 || u.free.Cmp(u.size) != 0 {
 		t.Errorf("after the grace period: cooling %s, free %s of %s", u.cooling, u.free, u.size)
+	}
+}
+
+// The figures kept as records come and go agree with a count from scratch
+// after every step, however the spans inside the pool nest: records inside
+// records, allocations inside reservations, cooling taken back by its
+// releaser, policies and delegation that change.
+func TestKeptPoolUsage(t *testing.T) {
+	org := func(r recordSpec) recordSpec { return r.delegable() }
+	for _, tc := range []struct {
+		name  string
+		pool  recordSpec
+		steps []step
+		// want is the pool's usage after the last step (describeUsage).
+		want string
+	}{{
+		name: "a pool inside the pool, and what it held after it goes",
+		pool: org(exact("10.0.0.0/24")),
+		steps: []step{
+			{sync: spec("a", 2, pool("p", "org", 25).delegable())},
+			{sync: spec("b", 3, pool("p", "a", 26))},
+			{sync: spec("c", 4, pool("p", "org", 26))},
+			{forget: "a"},
+		},
+		want: "size 256 allocated 128 reserved 0 cooling 0 free 128 largest 10.0.0.64/26 subs 1 tenants 1",
+	}, {
+		name: "an allocation inside a reservation, then the reservation gone",
+		pool: org(exact("10.0.0.0/24")).withPolicy(poolPolicy{reserved: prefixes("10.0.0.128/25")}),
+		steps: []step{
+			{sync: spec("a", 2, sub("10.0.0.128/26", "org"))},
+			{sync: spec("b", 3, pool("p", "org", 25))},
+			{sync: spec("org", 4, org(exact("10.0.0.0/24")))},
+		},
+		want: "size 256 allocated 192 reserved 0 cooling 0 free 64 largest 10.0.0.192/26 subs 2 tenants 2",
+	}, {
+		name: "cooling taken back by its releaser, released again, and expired",
+		pool: org(exact("10.0.0.0/24")).withPolicy(poolPolicy{grace: time.Hour}),
+		steps: []step{
+			{sync: spec("a", 2, pool("p", "org", 25))},
+			{sync: spec("b", 3, pool("p", "org", 26))},
+			{forget: "a"},
+			{sync: spec("c", 4, pool("p", "org", 26))},
+			{sync: spec("a", 5, sub("10.0.0.0/26", "org"))},
+			{forget: "a"},
+			{advance: time.Hour},
+		},
+		want: "size 256 allocated 128 reserved 0 cooling 0 free 128 largest 10.0.0.0/25 subs 2 tenants 2",
+	}, {
+		name: "a pool made not delegable and delegable again",
+		pool: org(exact("10.0.0.0/24")),
+		steps: []step{
+			{sync: spec("a", 2, pool("p", "org", 25))},
+			{sync: spec("org", 3, exact("10.0.0.0/24"))},
+			{sync: spec("org", 4, org(exact("10.0.0.0/24")))},
+		},
+		want: "size 256 allocated 128 reserved 0 cooling 0 free 128 largest 10.0.0.128/25 subs 1 tenants 1",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := t0
+			l := newLedger(func() time.Time { return now })
+			l.sync(spec("org", 1, tc.pool))
+			checkKeptUsage(t, "the pool alone", l)
+			for i, s := range tc.steps {
+				switch {
+				case s.forget != "":
+					l.forget(s.forget, "")
+				case s.advance > 0:
+					now = now.Add(s.advance)
+					l.expire()
+				default:
+					l.sync(s.sync)
+				}
+				checkKeptUsage(t, fmt.Sprintf("step %d", i), l)
+			}
+			pool := l.claims["org"].records[tc.pool.key]
+			if got := describeUsage(l.usageOf(pool)); got != tc.want {
+				t.Errorf("usage %s, want %s", got, tc.want)
+			}
+		})
 	}
 }
