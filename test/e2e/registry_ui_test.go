@@ -101,7 +101,11 @@ func TestRegistryUIInBrowser(t *testing.T) {
 	}
 	screenshot(t, browser, shots, "2-tree")
 
-	// The waiting record links to what it waits for.
+	// The waiting record leads to what it waits for: Enter on it in the
+	// tree, and its link in the Waiting table.
+	do(t, browser, chromedp.Evaluate[chromedp.Void](`document.querySelector('#tree [data-key^="waiting e2e-ui-late"]').focus()`), chromedp.KeyEvent(kb.Enter))
+	waitJS(t, browser, "Enter on e2e-ui-late's record to focus e2e-ui-org's pool", `document.activeElement.dataset.key === 'e2e-ui-org 100.64.0.0/16'`)
+	do(t, browser, chromedp.Evaluate[chromedp.Void](`document.querySelector('#tree [data-key^="waiting e2e-ui-late"]').focus()`))
 	do(t, browser, chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll('#waiting tbody tr')].find(tr => tr.textContent.includes('e2e-ui-late')).querySelector('td:last-child button').click()`))
 	waitJS(t, browser, "the link to what e2e-ui-late waits for to focus e2e-ui-org's pool", `document.activeElement.dataset.key === 'e2e-ui-org 100.64.0.0/16'`)
 	screenshot(t, browser, shots, "3-waits-for")

@@ -287,7 +287,11 @@ function waitingItem(r, level) {
       el("span", { class: "prefix" }, r.prefix || `/${r.prefixLength}`),
       claimButton(r.claim),
       el("span", { class: "status-" + r.status }, r.status),
-      el("span", { class: "meta" }, r.message || "")));
+      el("span", { class: "meta" }, r.message || ""),
+      r.waitsFor ? el("span", { class: "meta" }, "waits for ", waitsForCell(r)) : null));
+  // One tab stop in the tree: Enter follows the link.
+  for (const b of li.querySelectorAll("button")) b.tabIndex = -1;
+  if (r.waitsFor && r.waitsFor.prefix) Object.assign(li.dataset, { waitsClaim: r.waitsFor.claim, waitsPrefix: r.waitsFor.prefix });
   return li;
 }
 
@@ -382,7 +386,8 @@ function onTreeKey(e) {
     }
     case "Enter":
       if (li.dataset.more !== undefined) showMore(li.dataset.more, Number(li.dataset.direction));
-      else showClaim(li.dataset.claim, true);
+      else if (li.dataset.waitsClaim) reveal(li.dataset.waitsClaim, li.dataset.waitsPrefix);
+      else if (li.dataset.claim) showClaim(li.dataset.claim, true);
       break;
     case " ":
       if (expanded !== null) toggle(li.dataset.key);
