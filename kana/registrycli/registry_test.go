@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -903,7 +903,17 @@ func testRegistryUI(t *testing.T, kubeconfig string) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	cmd := binary()
-	out := &syncBuffer{}
+	// A file, which the command writes while the test reads it.
+	outPath := filepath.Join(t.TempDir(), "out")
+	out, err := os.Create(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close() //nolint:errcheck // written by the command only
+	printed := func() string {
+		data, _ := os.ReadFile(outPath)
+		return string(data)
+	}
 	cmd.SetArgs([]string{"registry", "ui", kubeconfig, "--address=127.0.0.1:0"})
 	cmd.SetOut(out)
 	cmd.SetErr(out)
@@ -911,16 +921,16 @@ func testRegistryUI(t *testing.T, kubeconfig string) {
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 
 	var base string
-	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
-		_, url, ok := strings.Cut(out.String(), " on http://")
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		_, url, ok := strings.Cut(printed(), " on http://")
 		base, _, _ = strings.Cut(url, "\n")
 		return ok && strings.Contains(url, "\n"), nil
 	})
 	if err != nil {
-		t.Fatalf("registry ui printed no URL: %q", out.String())
+		t.Fatalf("registry ui printed no URL: %q", printed())
 	}
-	if want := "Serving a live map of the NetworkClaim registry of https://127.0.0.1:"; !strings.HasPrefix(out.String(), want) || strings.Contains(out.String(), "WARNING") {
-		t.Errorf("registry ui printed %q, want %q… and no warning on loopback", out.String(), want)
+	if want := "Serving a live map of the NetworkClaim registry of https://127.0.0.1:"; !strings.HasPrefix(printed(), want) || strings.Contains(printed(), "WARNING") {
+		t.Errorf("registry ui printed %q, want %q… and no warning on loopback", printed(), want)
 	}
 	var claim uiClaim
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
@@ -943,24 +953,6 @@ func testRegistryUI(t *testing.T, kubeconfig string) {
 	case <-time.After(wait.ForeverTestTimeout):
 		t.Fatal("registry ui did not stop when its context ended")
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestIsLoopback(t *testing.T) {
