@@ -7,7 +7,8 @@
 #               end-to-end suite, fault specs included, on every provider:
 #               inprocess, binary, external-etcd (3 etcd members, 2 replicas),
 #               joined (3 servers whose embedded members joined one etcd cluster)
-#               and external (a control plane reached only by its kubeconfig)
+#               and external (a control plane reached only by its kubeconfig);
+#               registry ui in a headless Chromium (make chromium installs it)
 #   make robustness
 #               recorded client histories under faults (kills, pauses, restarts,
 #               compaction, member replacement) on a single server, on three
