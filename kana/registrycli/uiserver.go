@@ -154,8 +154,8 @@ func (s *uiServer) learnUser(ctx context.Context) {
 
 // followRegistry builds a view of r after each change, until ctx ends or
 // the control plane refuses the registry. A build follows a change by
-// uiSettle, and the last build by twice its cost, so that a stream of
-// changes costs the server at most a third of its time. Every s.retry it
+// uiSettle, and the last build by its cost, so that a stream of changes
+// costs the server at most half its time. Every s.retry it
 // asks the control plane for a claim: the informer retries a failed watch
 // on its own, without a word to its owner, and the page must not say live
 // while nothing comes. A refusal (RBAC revoked, credentials expired) ends
@@ -197,7 +197,7 @@ func (s *uiServer) followRegistry(ctx context.Context, r *networkregistry.Regist
 				}
 			}
 		}
-		wait := max(uiSettle, time.Until(built.Add(2*cost)))
+		wait := max(uiSettle, time.Until(built.Add(cost)))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -458,8 +458,8 @@ func (s *uiServer) nodes(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out.Total = len(list)
-	for _, a := range page(list, offset, limit) {
-		out.Items = append(out.Items, v.node(a))
+	for _, i := range page(list, offset, limit) {
+		out.Items = append(out.Items, v.node(v.allocs[i]))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -574,12 +574,13 @@ func (s *uiServer) path(w http.ResponseWriter, r *http.Request) {
 	var steps []uiStep
 	seen := map[networkregistry.ClaimedPrefix]bool{}
 	for {
-		a, held := v.allocations[key]
+		at, held := v.allocations[key]
 		if !held || seen[key] {
 			writeError(w, http.StatusNotFound, fmt.Errorf("%s does not hold %s (any more)", key.Claim, key.Prefix))
 			return
 		}
 		seen[key] = true
+		a := v.allocs[at]
 		siblings := v.roots
 		from := a.DelegatedFrom
 		if from != nil {
@@ -589,7 +590,7 @@ func (s *uiServer) path(w http.ResponseWriter, r *http.Request) {
 				from = nil
 			}
 		}
-		i, _ := indexOf(siblings, key)
+		i, _ := v.indexOf(siblings, key)
 		steps = append(steps, uiStep{Claim: key.Claim, Prefix: key.Prefix.String(), Index: i})
 		if from == nil {
 			break

@@ -41,12 +41,15 @@ type uiView struct {
 	pools    []uiPool
 	registry *networkregistry.Registry
 
-	// allocations are every allocation by its claimed prefix; roots are
-	// the allocations delegated from none the registry holds, and children
-	// those delegated from each allocation, both in prefix order.
-	allocations map[networkregistry.ClaimedPrefix]networkregistry.Allocation
-	roots       []networkregistry.Allocation
-	children    map[networkregistry.ClaimedPrefix][]networkregistry.Allocation
+	// allocs are every allocation, in prefix order; the rest index it:
+	// allocations by claimed prefix, roots the allocations delegated from
+	// none the registry holds, and children those delegated from each
+	// allocation, both in prefix order. Indexes, not copies: a view of
+	// 100,000 claims is built after every change.
+	allocs      []networkregistry.Allocation
+	allocations map[networkregistry.ClaimedPrefix]int32
+	roots       []int32
+	children    map[networkregistry.ClaimedPrefix][]int32
 	// waiting are the records not allocated (Unavailable or Pending) by
 	// claim name, then prefix; waitingOn the indexes into it of those that
 	// wait for an allocation (its space, or room in it).
@@ -155,23 +158,24 @@ type uiTarget struct {
 func buildView(r *networkregistry.Registry, version uint64) *uiView {
 	v := &uiView{
 		version: version, built: time.Now(), state: uiStateReady, registry: r,
-		allocations: map[networkregistry.ClaimedPrefix]networkregistry.Allocation{},
-		children:    map[networkregistry.ClaimedPrefix][]networkregistry.Allocation{},
-		waitingOn:   map[networkregistry.ClaimedPrefix][]int{},
+		children:  map[networkregistry.ClaimedPrefix][]int32{},
+		waitingOn: map[networkregistry.ClaimedPrefix][]int{},
 	}
 	allocations := r.Allocations()
-	for _, a := range allocations {
-		v.allocations[claimedPrefix(a)] = a
+	v.allocs = allocations
+	v.allocations = make(map[networkregistry.ClaimedPrefix]int32, len(allocations))
+	for i, a := range allocations {
+		v.allocations[claimedPrefix(a)] = int32(i)
 	}
 	// Allocations come in prefix order: so do each parent's children.
-	for _, a := range allocations {
+	for i, a := range allocations {
 		if from := a.DelegatedFrom; from != nil {
 			if _, held := v.allocations[*from]; held {
-				v.children[*from] = append(v.children[*from], a)
+				v.children[*from] = append(v.children[*from], int32(i))
 				continue
 			}
 		}
-		v.roots = append(v.roots, a)
+		v.roots = append(v.roots, int32(i))
 	}
 	for _, p := range r.Pools() {
 		v.pools = append(v.pools, uiPoolOf(p))
@@ -325,10 +329,11 @@ func page[T any](items []T, offset, limit int) []T {
 	return items[offset:min(offset+limit, len(items))]
 }
 
-// indexOf returns where a is in allocations, which are in prefix order
-// then by claim.
-func indexOf(allocations []networkregistry.Allocation, key networkregistry.ClaimedPrefix) (int, bool) {
-	return slices.BinarySearchFunc(allocations, key, func(a networkregistry.Allocation, k networkregistry.ClaimedPrefix) int {
+// indexOf returns where the allocation key is in list, indexes of
+// v.allocs in prefix order then by claim.
+func (v *uiView) indexOf(list []int32, key networkregistry.ClaimedPrefix) (int, bool) {
+	return slices.BinarySearchFunc(list, key, func(i int32, k networkregistry.ClaimedPrefix) int {
+		a := v.allocs[i]
 		return cmp.Or(a.Prefix.Compare(k.Prefix), strings.Compare(a.Claim, k.Claim))
 	})
 }
