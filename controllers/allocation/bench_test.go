@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+	"time"
 
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/apis/networking/validation"
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/fake"
 )
 
@@ -102,6 +104,32 @@ func BenchmarkPoolRecountOf50k(b *testing.B) {
 // released, with the pool's counts kept: the decider's cost of a change.
 func BenchmarkPoolChangeOf50k(b *testing.B) {
 	l, _ := pool50k(b)
+	s := spec("new", 1<<30, pool("p", "org", 24))
+	for b.Loop() {
+		if ch := l.sync(s); len(ch) != 1 || ch[0].kind != changeAllocated {
+			b.Fatalf("changes %v", formatChanges(ch))
+		}
+		l.forget("new", "")
+	}
+}
+
+// BenchmarkPoolChangeWithPolicyOf50k is BenchmarkPoolChangeOf50k in a pool
+// with two reservations, a 1 h reuse grace period and a full cooling list:
+// each release cools its /24 and pushes the oldest cooling one off the
+// list, which first fit takes next.
+func BenchmarkPoolChangeWithPolicyOf50k(b *testing.B) {
+	l, _ := pool50k(b)
+	policy := poolPolicy{grace: time.Hour, reserved: prefixes("10.250.0.0/16", "10.251.0.0/24")}
+	l.sync(spec("org", 2, exact("10.0.0.0/8").delegable().withPolicy(policy)))
+	for i := range validation.MaxCoolingPrefixes {
+		name := fmt.Sprintf("cooled%d", i)
+		l.sync(spec(name, uint64(100_000+i), pool("p", "org", 24)))
+		l.forget(name, "")
+	}
+	org := l.claims["org"].records[exact("10.0.0.0/8").key]
+	if n := len(l.cooling[org]); n != validation.MaxCoolingPrefixes {
+		b.Fatalf("%d cooling prefixes", n)
+	}
 	s := spec("new", 1<<30, pool("p", "org", 24))
 	for b.Loop() {
 		if ch := l.sync(s); len(ch) != 1 || ch[0].kind != changeAllocated {

@@ -30,15 +30,41 @@ func (l *ledger) cool(r *record) {
 	if pool == nil || pool.policy == nil || pool.policy.grace <= 0 || !isChildOf(r, pool) {
 		return
 	}
-	list := slices.DeleteFunc(slices.Clone(l.cooling[pool]), func(c cooled) bool { return c.prefix.Overlaps(r.prefix) })
-	list = append(list, cooled{prefix: r.prefix, claim: r.claim, until: l.stamp().Add(pool.policy.grace)})
-	slices.SortStableFunc(list, func(a, b cooled) int { return a.until.Compare(b.until) })
-	if n := len(list) - validation.MaxCoolingPrefixes; n > 0 {
-		// The status has room for so many: drop the ones reusable
-		// soonest, which lose the least of their rest.
-		list = list[n:]
+	old := l.cooling[pool]
+	list := make([]cooled, 0, len(old)+1)
+	var gone []netip.Prefix
+	for _, c := range old {
+		if c.prefix.Overlaps(r.prefix) {
+			gone = append(gone, c.prefix)
+		} else {
+			list = append(list, c)
+		}
 	}
-	l.setCooling(pool, list)
+	// The list stays soonest reusable first: the new entry goes after
+	// the ones that end with it or before.
+	n := cooled{prefix: r.prefix, claim: r.claim, until: l.stamp().Add(pool.policy.grace)}
+	at, _ := slices.BinarySearchFunc(list, n.until, func(c cooled, t time.Time) int {
+		if c.until.After(t) {
+			return 1
+		}
+		return -1
+	})
+	list = slices.Insert(list, at, n)
+	added := []netip.Prefix{n.prefix}
+	if k := len(list) - validation.MaxCoolingPrefixes; k > 0 {
+		// The status has room for so many: drop the ones reusable
+		// soonest, which lose the least of their rest. They are free
+		// at once, so setCooling lowers the full marks to them.
+		for _, c := range list[:k] {
+			if c.prefix == n.prefix {
+				added = nil
+			} else {
+				gone = append(gone, c.prefix)
+			}
+		}
+		list = list[k:]
+	}
+	l.setCooling(pool, list, gone, added)
 	l.poolChanged(pool)
 }
 
@@ -68,7 +94,11 @@ func (l *ledger) expire() []change {
 		}
 		// First fit looks at the rested space again: setCooling lowers
 		// the pool's full mark to it.
-		l.setCooling(pool, list[n:])
+		gone := make([]netip.Prefix, n)
+		for i, c := range list[:n] {
+			gone[i] = c.prefix
+		}
+		l.setCooling(pool, list[n:], gone, nil)
 		l.poolChanged(pool)
 		pools = append(pools, pool.claim)
 	}

@@ -2,7 +2,6 @@ package allocation
 
 import (
 	"net/netip"
-	"slices"
 )
 
 // pools returns the allocated delegable records of the claim a pool request
@@ -146,17 +145,25 @@ func (l *ledger) firstFit(pool *record, length int) (netip.Prefix, bool) {
 // nothing holds them, in address order: its reservations and its cooling
 // sub-prefixes.
 func (l *ledger) excluded(pool *record) []netip.Prefix {
-	var out []netip.Prefix
+	var reserved []netip.Prefix
 	if pool.policy != nil {
-		out = append(out, pool.policy.reserved...)
+		reserved = pool.policy.reserved
 	}
-	for _, c := range l.cooling[pool] {
-		out = append(out, c.prefix)
+	cooling := l.coolingSpans[pool]
+	if len(cooling) == 0 {
+		return reserved
 	}
-	if len(l.cooling[pool]) > 0 {
-		slices.SortFunc(out, comparePrefixes)
+	// Both lists are in address order already: merge them.
+	out := make([]netip.Prefix, 0, len(reserved)+len(cooling))
+	for len(reserved) > 0 && len(cooling) > 0 {
+		if comparePrefixes(reserved[0], cooling[0]) <= 0 {
+			out, reserved = append(out, reserved[0]), reserved[1:]
+		} else {
+			out, cooling = append(out, cooling[0]), cooling[1:]
+		}
 	}
-	return out
+	out = append(out, reserved...)
+	return append(out, cooling...)
 }
 
 // fullMark is how far a pool is taken from its start: every address below
