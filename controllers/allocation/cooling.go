@@ -31,25 +31,34 @@ func (l *ledger) cool(r *record) {
 		return
 	}
 	old := l.cooling[pool]
-	list := make([]cooled, 0, len(old)+1)
-	var gone []netip.Prefix
-	for _, c := range old {
-		if c.prefix.Overlaps(r.prefix) {
-			gone = append(gone, c.prefix)
-		} else {
-			list = append(list, c)
-		}
-	}
-	// The list stays soonest reusable first: the new entry goes after
-	// the ones that end with it or before.
 	n := cooled{prefix: r.prefix, claim: r.claim, until: l.stamp().Add(pool.policy.grace)}
-	at, _ := slices.BinarySearchFunc(list, n.until, func(c cooled, t time.Time) int {
-		if c.until.After(t) {
-			return 1
+	var list []cooled
+	var gone []netip.Prefix
+	if len(overlapping(l.coolingSpans[pool], r.prefix)) == 0 && (len(old) == 0 || !n.until.Before(old[len(old)-1].until)) {
+		// The usual release: nothing on the list overlaps it and it
+		// rests longest. Appending past the old list's end leaves the
+		// old list as it was (anything that read it keeps it), and
+		// saves a copy of up to validation.MaxCoolingPrefixes entries.
+		list = append(old, n)
+	} else {
+		list = make([]cooled, 0, len(old)+1)
+		for _, c := range old {
+			if c.prefix.Overlaps(r.prefix) {
+				gone = append(gone, c.prefix)
+			} else {
+				list = append(list, c)
+			}
 		}
-		return -1
-	})
-	list = slices.Insert(list, at, n)
+		// The list stays soonest reusable first: the new entry goes
+		// after the ones that end with it or before.
+		at, _ := slices.BinarySearchFunc(list, n.until, func(c cooled, t time.Time) int {
+			if c.until.After(t) {
+				return 1
+			}
+			return -1
+		})
+		list = slices.Insert(list, at, n)
+	}
 	added := []netip.Prefix{n.prefix}
 	if k := len(list) - validation.MaxCoolingPrefixes; k > 0 {
 		// The status has room for so many: drop the ones reusable

@@ -235,13 +235,13 @@ func (l *ledger) outside(pool *record, q netip.Prefix) [stateAllocated + 1]addrC
 // overlapping returns the prefixes of list, disjoint and in address order,
 // that overlap q: a run that starts at the first one not wholly below q.
 func overlapping(list []netip.Prefix, q netip.Prefix) []netip.Prefix {
-	i, _ := slices.BinarySearchFunc(list, q.Addr(), func(e netip.Prefix, a netip.Addr) int { return lastAddr(e).Compare(a) })
+	list = tailFrom(list, q.Addr())
 	end := lastAddr(q)
-	j := i
+	j := 0
 	for j < len(list) && !end.Less(list[j].Addr()) {
 		j++
 	}
-	return list[i:j]
+	return list[:j]
 }
 
 // usageOf returns how full an allocated pool is, from its kept counts and
@@ -425,16 +425,16 @@ func (l *ledger) largestFree(pool *record) netip.Prefix {
 		}
 		return false
 	}
-	excluded := l.excluded(pool)
+	excluded := l.excluded(pool, cursor)
 	done := false
 	for _, block := range cover(p, cursor, nil) {
 		for q := range l.held.Overlapping(block) {
 			if q.Bits() <= p.Bits() {
 				continue // the pool and its chain
 			}
-			for !done && len(excluded) > 0 && excluded[0].Addr().Less(q.Addr()) {
-				done = step(excluded[0])
-				excluded = excluded[1:]
+			for !done && excluded.more() && excluded.first().Addr().Less(q.Addr()) {
+				done = step(excluded.first())
+				excluded.next()
 			}
 			if done = done || step(q); done {
 				break
@@ -444,9 +444,9 @@ func (l *ledger) largestFree(pool *record) netip.Prefix {
 			break
 		}
 	}
-	for !done && len(excluded) > 0 {
-		done = step(excluded[0])
-		excluded = excluded[1:]
+	for !done && excluded.more() {
+		done = step(excluded.first())
+		excluded.next()
 	}
 	if !done {
 		over = true
