@@ -87,6 +87,21 @@ func BenchmarkPoolUsageOf50k(b *testing.B) {
 	}
 }
 
+// BenchmarkPoolUsageLowHoleOf50k is BenchmarkPoolUsageOf50k with the pool's
+// lowest /24 released: the largest free block's search starts at the full
+// mark, now at the bottom of the pool, and walks the 50,000 /24s above it
+// to the free space at their end. A status write pays this once a second at
+// most while the pool changes, for as long as the hole stays free.
+func BenchmarkPoolUsageLowHoleOf50k(b *testing.B) {
+	l, pool := pool50k(b)
+	l.forget("c0", "")
+	for b.Loop() {
+		if u := l.usageOf(pool); u.subPrefixes != 49_999 || u.largestFree != netip.MustParsePrefix("10.224.0.0/11") {
+			b.Fatalf("%d sub-prefixes, largest free %s", u.subPrefixes, u.largestFree)
+		}
+	}
+}
+
 // BenchmarkPoolRecountOf50k counts the same pool from scratch, walking
 // every /24: what each status write of a changed pool cost before the
 // counts were kept (at most once a second), and what the ledger now pays
