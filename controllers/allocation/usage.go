@@ -79,8 +79,11 @@ func (l *ledger) takeChangedPools() []string {
 // it, once, when the record becomes a pool (allocated delegable, or with
 // another policy); from then on the ledger keeps them as spans come and
 // go. A record just allocated holds nothing inside it yet (an allocation
-// conflicts with every overlapping one outside its chain), so the walk
-// finds something only at a rebuild or when a pool's policy changes.
+// conflicts with every overlapping one outside its chain), and a rebuild
+// allocates each pool before the records inside it, which count themselves
+// (countAllocation) as they stand: the walk finds something only when a
+// spec change gives an allocated record another policy or makes it
+// delegable.
 func (l *ledger) startCounting(pool *record) {
 	c, _ := l.recount(pool)
 	l.figures[pool] = c
