@@ -284,3 +284,44 @@ func TestKeptPoolUsage(t *testing.T) {
 		})
 	}
 }
+
+// A restore keeps only the cooling prefixes its figures can count: strictly
+// inside the pool, canonical, and overlapping no other kept one, so that a
+// bad status cannot make the pool's free count wrap around.
+func TestCoolingInside(t *testing.T) {
+	at := func(s string, claim string) cooled {
+		return cooled{prefix: netip.MustParsePrefix(s), claim: claim, until: t0}
+	}
+	for _, tc := range []struct {
+		name     string
+		list     []cooled
+		want     []cooled
+		prefixes []netip.Prefix
+	}{{
+		name:     "good entries stay, in the list's order",
+		list:     []cooled{at("10.0.1.0/24", "a"), at("10.0.0.0/24", "b")},
+		want:     []cooled{at("10.0.1.0/24", "a"), at("10.0.0.0/24", "b")},
+		prefixes: prefixes("10.0.0.0/24", "10.0.1.0/24"),
+	}, {
+		name:     "the pool itself, larger or outside: dropped",
+		list:     []cooled{at("10.0.0.0/16", "a"), at("10.0.0.0/8", "b"), at("11.0.0.0/24", "c"), at("fd00::/64", "d"), at("10.0.2.0/24", "e")},
+		want:     []cooled{at("10.0.2.0/24", "e")},
+		prefixes: prefixes("10.0.2.0/24"),
+	}, {
+		name:     "not canonical: dropped",
+		list:     []cooled{at("10.0.3.1/24", "a")},
+		prefixes: nil,
+	}, {
+		name:     "overlapping: the outer one stays, a duplicate once",
+		list:     []cooled{at("10.0.4.0/25", "a"), at("10.0.4.0/24", "b"), at("10.0.4.128/25", "c"), at("10.0.4.0/24", "d")},
+		want:     []cooled{at("10.0.4.0/24", "b")},
+		prefixes: prefixes("10.0.4.0/24"),
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, prefixes := coolingInside(netip.MustParsePrefix("10.0.0.0/16"), tc.list)
+			if !slices.Equal(got, tc.want) || !slices.Equal(prefixes, tc.prefixes) {
+				t.Errorf("coolingInside = %v, %v; want %v, %v", got, prefixes, tc.want, tc.prefixes)
+			}
+		})
+	}
+}
