@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+	"time"
 
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/apis/networking/validation"
 	"sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/fake"
 )
 
@@ -85,6 +87,21 @@ func BenchmarkPoolUsageOf50k(b *testing.B) {
 	}
 }
 
+// BenchmarkPoolUsageLowHoleOf50k is BenchmarkPoolUsageOf50k with the pool's
+// lowest /24 released: the largest free block's search starts at the full
+// mark, now at the bottom of the pool, and walks the 50,000 /24s above it
+// to the free space at their end. A status write pays this once a second at
+// most while the pool changes, for as long as the hole stays free.
+func BenchmarkPoolUsageLowHoleOf50k(b *testing.B) {
+	l, pool := pool50k(b)
+	l.forget("c0", "")
+	for b.Loop() {
+		if u := l.usageOf(pool); u.subPrefixes != 49_999 || u.largestFree != netip.MustParsePrefix("10.224.0.0/11") {
+			b.Fatalf("%d sub-prefixes, largest free %s", u.subPrefixes, u.largestFree)
+		}
+	}
+}
+
 // BenchmarkPoolRecountOf50k counts the same pool from scratch, walking
 // every /24: what each status write of a changed pool cost before the
 // counts were kept (at most once a second), and what the ledger now pays
@@ -102,6 +119,32 @@ func BenchmarkPoolRecountOf50k(b *testing.B) {
 // released, with the pool's counts kept: the decider's cost of a change.
 func BenchmarkPoolChangeOf50k(b *testing.B) {
 	l, _ := pool50k(b)
+	s := spec("new", 1<<30, pool("p", "org", 24))
+	for b.Loop() {
+		if ch := l.sync(s); len(ch) != 1 || ch[0].kind != changeAllocated {
+			b.Fatalf("changes %v", formatChanges(ch))
+		}
+		l.forget("new", "")
+	}
+}
+
+// BenchmarkPoolChangeWithPolicyOf50k is BenchmarkPoolChangeOf50k in a pool
+// with two reservations, a 1 h reuse grace period and a full cooling list:
+// each release cools its /24 and pushes the oldest cooling one off the
+// list, which first fit takes next.
+func BenchmarkPoolChangeWithPolicyOf50k(b *testing.B) {
+	l, _ := pool50k(b)
+	policy := poolPolicy{grace: time.Hour, reserved: prefixes("10.250.0.0/16", "10.251.0.0/24")}
+	l.sync(spec("org", 2, exact("10.0.0.0/8").delegable().withPolicy(policy)))
+	for i := range validation.MaxCoolingPrefixes {
+		name := fmt.Sprintf("cooled%d", i)
+		l.sync(spec(name, uint64(100_000+i), pool("p", "org", 24)))
+		l.forget(name, "")
+	}
+	org := l.claims["org"].records[exact("10.0.0.0/8").key]
+	if n := len(l.cooling[org]); n != validation.MaxCoolingPrefixes {
+		b.Fatalf("%d cooling prefixes", n)
+	}
 	s := spec("new", 1<<30, pool("p", "org", 24))
 	for b.Loop() {
 		if ch := l.sync(s); len(ch) != 1 || ch[0].kind != changeAllocated {

@@ -30,15 +30,50 @@ func (l *ledger) cool(r *record) {
 	if pool == nil || pool.policy == nil || pool.policy.grace <= 0 || !isChildOf(r, pool) {
 		return
 	}
-	list := slices.DeleteFunc(slices.Clone(l.cooling[pool]), func(c cooled) bool { return c.prefix.Overlaps(r.prefix) })
-	list = append(list, cooled{prefix: r.prefix, claim: r.claim, until: l.stamp().Add(pool.policy.grace)})
-	slices.SortStableFunc(list, func(a, b cooled) int { return a.until.Compare(b.until) })
-	if n := len(list) - validation.MaxCoolingPrefixes; n > 0 {
-		// The status has room for so many: drop the ones reusable
-		// soonest, which lose the least of their rest.
-		list = list[n:]
+	old := l.cooling[pool]
+	n := cooled{prefix: r.prefix, claim: r.claim, until: l.stamp().Add(pool.policy.grace)}
+	var list []cooled
+	var gone []netip.Prefix
+	if len(overlapping(l.coolingSpans[pool], r.prefix)) == 0 && (len(old) == 0 || !n.until.Before(old[len(old)-1].until)) {
+		// The usual release: nothing on the list overlaps it and it
+		// rests longest. Appending past the old list's end leaves the
+		// old list as it was (anything that read it keeps it), and
+		// saves a copy of up to validation.MaxCoolingPrefixes entries.
+		list = append(old, n)
+	} else {
+		list = make([]cooled, 0, len(old)+1)
+		for _, c := range old {
+			if c.prefix.Overlaps(r.prefix) {
+				gone = append(gone, c.prefix)
+			} else {
+				list = append(list, c)
+			}
+		}
+		// The list stays soonest reusable first: the new entry goes
+		// after the ones that end with it or before.
+		at, _ := slices.BinarySearchFunc(list, n.until, func(c cooled, t time.Time) int {
+			if c.until.After(t) {
+				return 1
+			}
+			return -1
+		})
+		list = slices.Insert(list, at, n)
 	}
-	l.setCooling(pool, list)
+	added := []netip.Prefix{n.prefix}
+	if k := len(list) - validation.MaxCoolingPrefixes; k > 0 {
+		// The status has room for so many: drop the ones reusable
+		// soonest, which lose the least of their rest. They are free
+		// at once, so setCooling lowers the full marks to them.
+		for _, c := range list[:k] {
+			if c.prefix == n.prefix {
+				added = nil
+			} else {
+				gone = append(gone, c.prefix)
+			}
+		}
+		list = list[k:]
+	}
+	l.setCooling(pool, list, gone, added)
 	l.poolChanged(pool)
 }
 
@@ -68,7 +103,11 @@ func (l *ledger) expire() []change {
 		}
 		// First fit looks at the rested space again: setCooling lowers
 		// the pool's full mark to it.
-		l.setCooling(pool, list[n:])
+		gone := make([]netip.Prefix, n)
+		for i, c := range list[:n] {
+			gone[i] = c.prefix
+		}
+		l.setCooling(pool, list[n:], gone, nil)
 		l.poolChanged(pool)
 		pools = append(pools, pool.claim)
 	}

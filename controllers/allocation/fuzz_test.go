@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,6 +88,18 @@ func FuzzLedger(f *testing.F) {
 			writeAllOp(),
 			syncOp(a, exactRec(false, 0, 24, 0x100)),
 			writeOp(b), writeOp(a), writeOp(b), restoreOp()),
+		// A pool with a reservation and a 2 s grace period: first fit
+		// skips both, a release cools, a restore reads the cooling
+		// list back, and the clock ends the grace period.
+		join(syncOp(a, exactRec(true, 0, 22, 0)),
+			policyOp(a, 0, 2, reservation(22, 24, 0x100)),
+			syncOp(b, poolRec(false, a, 0, 24)),
+			syncOp(c, poolRec(false, a, 0, 24)),
+			forgetOp(b),
+			syncOp(d, poolRec(false, a, 0, 24)),
+			writeAllOp(), restoreOp(),
+			clockOp(3),
+			syncOp(b, poolRec(false, a, 0, 24))),
 	} {
 		f.Add(seed)
 	}
@@ -96,10 +109,11 @@ func FuzzLedger(f *testing.F) {
 // playHistory plays the history data spells and checks the ledger after
 // every step.
 func playHistory(t *testing.T, data []byte) {
-	h := history{in: data, l: testLedger(), claims: map[string]*networkingv1alpha1.NetworkClaim{}, uids: map[string]int{},
+	h := history{in: data, now: t0, claims: map[string]*networkingv1alpha1.NetworkClaim{}, uids: map[string]int{},
 		writtenFrom: map[string]map[networkingv1alpha1.RecordKey]string{}}
+	h.l = newLedger(h.clock)
 	for step := 0; step < maxFuzzSteps && len(h.in) > 0; step++ {
-		before := heldBy(h.l)
+		before, cooling := heldBy(h.l), maps.Clone(h.l.cooling)
 		desc, changes, problem := h.step()
 		if desc == "" {
 			continue // a claim the API server would refuse
@@ -110,6 +124,7 @@ func playHistory(t *testing.T, data []byte) {
 			t.Errorf("%s: %s", where, problem)
 		}
 		checkLedger(t, where, h.l, before, changes)
+		checkPolicies(t, where, h.l, cooling, changes)
 		checkOverlaps(t, where+", as stored", h.storedHeld())
 		if t.Failed() {
 			t.Fatalf("history:\n%s", strings.Join(h.log, "\n"))
@@ -140,6 +155,8 @@ type history struct {
 	in []byte
 	l  *ledger
 	rv uint64
+	// now is the ledger's clock, which the history moves on.
+	now time.Time
 	// claims are the claims as stored: the spec last synced, the status
 	// last written; uids counts the times each was created.
 	claims map[string]*networkingv1alpha1.NetworkClaim
@@ -164,12 +181,14 @@ func (h *history) next() byte {
 
 func (h *history) intn(n int) int { return int(h.next()) % n }
 
+func (h *history) clock() time.Time { return h.now }
+
 // step plays one operation. It returns what it did ("" for a claim that
 // does not validate, which the ledger never sees), the ledger's changes,
 // and what went wrong that checkLedger does not see.
 func (h *history) step() (string, []change, string) {
 	name := fuzzClaims[h.intn(len(fuzzClaims))]
-	switch op := h.intn(10); op {
+	switch op := h.intn(12); op {
 	case 0, 1, 2:
 		var records []networkingv1alpha1.AddressSpaceRecord
 		for i := range 1 + h.intn(3) {
@@ -246,9 +265,62 @@ func (h *history) step() (string, []change, string) {
 			}
 		}
 		return "[" + strings.Join(descs, ", ") + "]", nil, strings.Join(problems, "; ")
-	default:
+	case 9:
 		return h.restore()
+	case 10:
+		// A pool policy set, changed or removed: reservations and a
+		// reuse grace period, which the kept figures count.
+		records := h.records(name)
+		if len(records) == 0 {
+			return "", nil, ""
+		}
+		i := h.intn(len(records))
+		records[i].Pool = h.policy(records[i])
+		if records[i].Pool != nil {
+			records[i].Delegable = true
+		}
+		return h.sync(name, records)
+	default:
+		// The clock moves on a few seconds: grace periods end.
+		h.now = h.now.Add(time.Duration(h.intn(4)) * time.Second)
+		return "clock " + h.now.Format(time.TimeOnly), h.l.expire(), ""
 	}
+}
+
+// policy reads a pool policy for record r, nil for none: a reuse grace
+// period of up to 3 s, and up to two disjoint reservations strictly inside
+// r's prefix when its spec names one.
+func (h *history) policy(r networkingv1alpha1.AddressSpaceRecord) *networkingv1alpha1.PoolPolicy {
+	if h.intn(4) == 0 {
+		return nil
+	}
+	p := &networkingv1alpha1.PoolPolicy{}
+	if grace := int64(h.intn(4)); grace > 0 {
+		p.ReuseGracePeriodSeconds = &grace
+	}
+	prefix, err := netip.ParsePrefix(r.Prefix)
+	if err != nil {
+		return p
+	}
+	var reserved []netip.Prefix
+	for range h.intn(3) {
+		// The record's address with random low bits (the regions'
+		// 10), cut a little longer than the record.
+		bits := min(prefix.Bits()+1+h.intn(4), prefix.Addr().BitLen())
+		b := prefix.Addr().As16()
+		b[14] |= h.next() & 0x03
+		b[15] |= h.next()
+		addr := netip.AddrFrom16(b)
+		if prefix.Addr().Is4() {
+			addr = addr.Unmap()
+		}
+		q := netip.PrefixFrom(addr, bits).Masked()
+		if q.Bits() > prefix.Bits() && prefix.Contains(q.Addr()) && !slices.ContainsFunc(reserved, q.Overlaps) {
+			reserved = append(reserved, q)
+			p.Reservations = append(p.Reservations, networkingv1alpha1.PoolReservation{Prefix: q.String()})
+		}
+	}
+	return p
 }
 
 // write writes the claim's status as the controller's status worker does,
@@ -286,7 +358,7 @@ func (h *history) write(name string) (desc, problem string) {
 func (h *history) restore() (string, []change, string) {
 	var specs []claimSpec
 	var problems []string
-	restored := testLedger()
+	restored := newLedger(h.clock)
 	upToDate := true
 	for _, name := range slices.Sorted(maps.Keys(h.claims)) {
 		claim := h.claims[name]
@@ -486,6 +558,20 @@ func editOp(claim, i int, e edit, added ...[]byte) []byte {
 	}
 	return slices.Concat(op, slices.Concat(added...))
 }
+
+// policyOp gives the claim's i-th record a pool policy: a grace period
+// of seconds and the reservations.
+func policyOp(claim, i, seconds int, reservations ...[]byte) []byte {
+	return slices.Concat([]byte{byte(claim), 10, byte(i), 1, byte(seconds), byte(len(reservations))}, slices.Concat(reservations...))
+}
+
+// reservation is a reservation of length bits (one to four longer than
+// the record's, recordBits) at offset inside the record.
+func reservation(recordBits, bits int, offset uint16) []byte {
+	return []byte{byte(bits - recordBits - 1), byte(offset >> 8), byte(offset)}
+}
+
+func clockOp(seconds int) []byte { return []byte{0, 11, byte(seconds)} }
 
 func forgetOp(claim int) []byte   { return []byte{byte(claim), 4} }
 func recreateOp(claim int) []byte { return []byte{byte(claim), 5} }

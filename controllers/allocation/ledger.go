@@ -44,6 +44,11 @@ type ledger struct {
 	// cooling holds each pool's released sub-prefixes in their reuse
 	// grace period, soonest reusable first (cooling.go).
 	cooling map[*record][]cooled
+	// coolingSpans are the same prefixes in address order (setCooling),
+	// for the searches of the pool's figures and first fit. A pool's
+	// cooling prefixes never overlap: a release takes the ones it
+	// overlaps off the list, and a restore keeps no overlapping ones.
+	coolingSpans map[*record][]netip.Prefix
 	// figures are each allocated pool's counts, kept as records come
 	// and go inside it; changedPools names the claims whose pools changed
 	// since the controller last asked (usage.go).
@@ -143,6 +148,7 @@ func newLedger(now func() time.Time) *ledger {
 		waitingFrom:  map[string]map[*record]bool{},
 		full:         map[*record]fullMark{},
 		cooling:      map[*record][]cooled{},
+		coolingSpans: map[*record][]netip.Prefix{},
 		figures:      map[*record]*poolCounts{},
 		changedPools: map[string]bool{},
 		fence:        fence{storedBy: map[string][]netip.Prefix{}},
@@ -191,7 +197,7 @@ func (l *ledger) sync(c claimSpec) []change {
 				delete(l.full, r)
 				l.poolChanged(r)
 				if !rs.req.delegable {
-					delete(l.cooling, r) // no pool, nothing to rest
+					l.dropCooling(r) // no pool, nothing to rest
 				}
 				r.recordSpec = rs
 				// Other reservations, or a pool more or less: count
@@ -259,7 +265,7 @@ func (l *ledger) drop(r *record) bool {
 		l.held.Delete(r.prefix, r)
 		l.countAllocation(r, r.prefix, -1)
 		delete(l.full, r)
-		delete(l.cooling, r)
+		l.dropCooling(r)
 		delete(l.figures, r)
 		l.lowerFullMarks(r.prefix)
 		return true

@@ -113,28 +113,25 @@ func (l *ledger) firstFit(pool *record, length int) (netip.Prefix, bool) {
 	}
 	// Reservations and cooling sub-prefixes are taken too: merged into the
 	// walk in address order.
-	excluded := l.excluded(pool)
-	for len(excluded) > 0 && lastAddr(excluded[0]).Less(cursor) {
-		excluded = excluded[1:]
-	}
+	excluded := l.excluded(pool, cursor)
 	for _, block := range cover(p, cursor, nil) {
 		for q := range l.held.Overlapping(block) {
 			if q.Bits() <= p.Bits() {
 				continue // the pool and its chain
 			}
-			for len(excluded) > 0 && excluded[0].Addr().Less(q.Addr()) {
-				if found, ok, over := step(excluded[0]); over {
+			for excluded.more() && excluded.first().Addr().Less(q.Addr()) {
+				if found, ok, over := step(excluded.first()); over {
 					return found, ok
 				}
-				excluded = excluded[1:]
+				excluded.next()
 			}
 			if found, ok, over := step(q); over {
 				return found, ok
 			}
 		}
 	}
-	for _, q := range excluded {
-		if found, ok, over := step(q); over {
+	for ; excluded.more(); excluded.next() {
+		if found, ok, over := step(excluded.first()); over {
 			return found, ok
 		}
 	}
@@ -143,20 +140,48 @@ func (l *ledger) firstFit(pool *record, length int) (netip.Prefix, bool) {
 }
 
 // excluded returns the ranges of a pool that first fit skips although
-// nothing holds them, in address order: its reservations and its cooling
-// sub-prefixes.
-func (l *ledger) excluded(pool *record) []netip.Prefix {
-	var out []netip.Prefix
+// nothing holds them, from the first that ends at from or above, in
+// address order: its reservations and its cooling sub-prefixes.
+func (l *ledger) excluded(pool *record, from netip.Addr) excludedRanges {
+	var reserved []netip.Prefix
 	if pool.policy != nil {
-		out = append(out, pool.policy.reserved...)
+		reserved = pool.policy.reserved
 	}
-	for _, c := range l.cooling[pool] {
-		out = append(out, c.prefix)
+	return excludedRanges{tailFrom(reserved, from), tailFrom(l.coolingSpans[pool], from)}
+}
+
+// tailFrom returns the tail of list, disjoint prefixes in address order, from
+// the first one that ends at a or above.
+func tailFrom(list []netip.Prefix, a netip.Addr) []netip.Prefix {
+	i, _ := slices.BinarySearchFunc(list, a, func(e netip.Prefix, a netip.Addr) int { return lastAddr(e).Compare(a) })
+	return list[i:]
+}
+
+// excludedRanges walks two lists of disjoint prefixes in address order
+// (a pool's reservations and its cooling prefixes) as one, without
+// merging them into a new list at every first fit.
+type excludedRanges struct {
+	a, b []netip.Prefix
+}
+
+// more reports whether a range is left.
+func (e *excludedRanges) more() bool { return len(e.a) > 0 || len(e.b) > 0 }
+
+// first returns the lowest range left; more must be true.
+func (e *excludedRanges) first() netip.Prefix {
+	if len(e.b) == 0 || (len(e.a) > 0 && comparePrefixes(e.a[0], e.b[0]) <= 0) {
+		return e.a[0]
 	}
-	if len(l.cooling[pool]) > 0 {
-		slices.SortFunc(out, comparePrefixes)
+	return e.b[0]
+}
+
+// next drops the lowest range left.
+func (e *excludedRanges) next() {
+	if len(e.b) == 0 || (len(e.a) > 0 && comparePrefixes(e.a[0], e.b[0]) <= 0) {
+		e.a = e.a[1:]
+	} else {
+		e.b = e.b[1:]
 	}
-	return out
 }
 
 // fullMark is how far a pool is taken from its start: every address below

@@ -23,7 +23,7 @@ func (l *ledger) restore(claims []claimSpec) []change {
 	l.waitingFrom = map[string]map[*record]bool{}
 	l.claims = make(map[string]*claimEntry, len(claims))
 	l.full = map[*record]fullMark{}
-	l.cooling, l.figures = map[*record][]cooled{}, map[*record]*poolCounts{}
+	l.cooling, l.coolingSpans, l.figures = map[*record][]cooled{}, map[*record][]netip.Prefix{}, map[*record]*poolCounts{}
 	l.total = 0
 	cooling := map[*record][]cooled{}
 	var standing, undecided []*record
@@ -86,8 +86,9 @@ func (l *ledger) restore(claims []claimSpec) []change {
 	// The pools that stand keep the grace periods their status records.
 	for r, list := range cooling {
 		if r.allocated && r.req.delegable {
+			list, prefixes := coolingInside(r.prefix, list)
 			slices.SortStableFunc(list, func(a, b cooled) int { return a.until.Compare(b.until) })
-			l.setCooling(r, list)
+			l.setCooling(r, list, nil, prefixes)
 		}
 	}
 	// Records that waited before go first, whatever their order says, then
@@ -180,4 +181,36 @@ func (l *ledger) stillBlocks(r *record, holder holding) bool {
 		}
 	}
 	return false
+}
+
+// coolingInside keeps the entries of a pool's cooling list, as its status
+// records it, whose prefixes lie strictly inside the pool and overlap no
+// other kept one (the outer one stays), in the list's order, and returns
+// their prefixes in address order. The ledger's figures count a pool's
+// cooling prefixes as disjoint spans inside it: a status written by hand,
+// or by a bug, must not make them count an address twice, or one outside
+// the pool, and so make the free count wrap around.
+func coolingInside(pool netip.Prefix, list []cooled) ([]cooled, []netip.Prefix) {
+	var prefixes []netip.Prefix
+	for _, c := range list {
+		if p := c.prefix; p == p.Masked() && p.Bits() > pool.Bits() && pool.Contains(p.Addr()) {
+			prefixes = append(prefixes, p)
+		}
+	}
+	slices.SortFunc(prefixes, comparePrefixes)
+	prefixes = slices.Compact(prefixes)
+	kept := prefixes[:0]
+	for _, p := range prefixes {
+		if n := len(kept); n == 0 || !kept[n-1].Overlaps(p) {
+			kept = append(kept, p)
+		}
+	}
+	out := make([]cooled, 0, len(kept))
+	for _, c := range list {
+		if _, ok := slices.BinarySearchFunc(kept, c.prefix, comparePrefixes); ok &&
+			!slices.ContainsFunc(out, func(o cooled) bool { return o.prefix == c.prefix }) {
+			out = append(out, c)
+		}
+	}
+	return out, kept
 }

@@ -79,8 +79,11 @@ func (l *ledger) takeChangedPools() []string {
 // it, once, when the record becomes a pool (allocated delegable, or with
 // another policy); from then on the ledger keeps them as spans come and
 // go. A record just allocated holds nothing inside it yet (an allocation
-// conflicts with every overlapping one outside its chain), so the walk
-// finds something only at a rebuild or when a pool's policy changes.
+// conflicts with every overlapping one outside its chain), and a rebuild
+// allocates each pool before the records inside it, which count themselves
+// (countAllocation) as they stand: the walk finds something only when a
+// spec change gives an allocated record another policy or makes it
+// delegable.
 func (l *ledger) startCounting(pool *record) {
 	c, _ := l.recount(pool)
 	l.figures[pool] = c
@@ -111,46 +114,53 @@ func (l *ledger) countAllocation(r *record, p netip.Prefix, sign int) {
 	}
 }
 
-// setCooling replaces a pool's cooling list, keeping its figures, and
-// lowers the full marks to the prefixes that left it, which are free for
-// first fit again. The lists are short (validation.MaxCoolingPrefixes), and
-// hold no allocation but their releaser's.
-func (l *ledger) setCooling(pool *record, list []cooled) {
-	old := l.cooling[pool]
+// setCooling replaces a pool's cooling list (soonest reusable first) by
+// list: the old one less the prefixes gone, plus the prefixes added. It
+// keeps the pool's figures and its cooling prefixes in address order, and
+// lowers the full marks to the prefixes gone, which are free for first fit
+// again. The callers know what changed, so a change costs a few binary
+// searches and, per prefix gone or added, a count of what it overlaps, not
+// a look at the whole list (validation.MaxCoolingPrefixes) per entry.
+func (l *ledger) setCooling(pool *record, list []cooled, gone, added []netip.Prefix) {
 	c, counted := l.figures[pool]
-	stays := sets.New[netip.Prefix]()
-	for _, n := range list {
-		stays.Insert(n.prefix)
-	}
-	was := sets.New[netip.Prefix]()
-	working := slices.Clone(old)
-	for _, o := range old {
-		was.Insert(o.prefix)
-		if stays.Has(o.prefix) {
+	for _, p := range gone {
+		spans := l.coolingSpans[pool]
+		i, found := slices.BinarySearchFunc(spans, p, comparePrefixes)
+		if !found {
 			continue
 		}
-		working = slices.DeleteFunc(working, func(w cooled) bool { return w.prefix == o.prefix })
-		l.cooling[pool] = working
+		// Out of the list first: what p no longer covers is what no
+		// other span of the pool covers.
+		l.coolingSpans[pool] = slices.Delete(spans, i, i+1)
 		if counted {
-			c.count(l.outside(pool, o.prefix), stateCooling, -1)
+			c.count(l.outside(pool, p), stateCooling, -1)
 		}
-		l.lowerFullMarks(o.prefix)
+		l.lowerFullMarks(p)
 	}
-	for _, n := range list {
-		if was.Has(n.prefix) {
+	for _, p := range added {
+		spans := l.coolingSpans[pool]
+		i, found := slices.BinarySearchFunc(spans, p, comparePrefixes)
+		if found {
 			continue
 		}
-		l.cooling[pool] = working
 		if counted {
-			c.count(l.outside(pool, n.prefix), stateCooling, 1)
+			c.count(l.outside(pool, p), stateCooling, 1)
 		}
-		working = append(working, n)
+		l.coolingSpans[pool] = slices.Insert(spans, i, p)
 	}
 	if len(list) == 0 {
 		delete(l.cooling, pool)
+		delete(l.coolingSpans, pool)
 	} else {
 		l.cooling[pool] = list
 	}
+}
+
+// dropCooling forgets a pool's cooling list, for a record that is no
+// longer a pool; its figures go with it.
+func (l *ledger) dropCooling(pool *record) {
+	delete(l.cooling, pool)
+	delete(l.coolingSpans, pool)
 }
 
 // count adds (sign 1) or removes (sign -1) a span in state whose addresses
@@ -169,11 +179,15 @@ func (c *poolCounts) count(out [stateAllocated + 1]addrCount, state, sign int) {
 // strictly inside pool, lie outside every span of the pool in that state or
 // a higher one: what a span of q adds to the pool's counts. A span around
 // q (or equal to it) covers it all; else q's own addresses are its size
-// less the spans inside it, of which the outermost count.
+// less the spans inside it, of which the outermost count. It looks only at
+// the spans that overlap q: the index finds the allocations, and a binary
+// search the reservations and cooling prefixes, each list disjoint and in
+// address order. An allocation first fit made overlaps none of them.
 func (l *ledger) outside(pool *record, q netip.Prefix) [stateAllocated + 1]addrCount {
 	p := pool.prefix
 	around := 0 // the highest state of a span around q
-	var inside []span
+	var buf [8]span
+	inside := buf[:0]
 	for x := range l.held.Overlapping(q) {
 		if x.Bits() <= p.Bits() {
 			continue // the pool and its chain
@@ -184,24 +198,26 @@ func (l *ledger) outside(pool *record, q netip.Prefix) [stateAllocated + 1]addrC
 		}
 		inside = append(inside, span{x, stateAllocated})
 	}
-	var others []span
+	allocations := len(inside)
+	var reserved []netip.Prefix
 	if pool.policy != nil {
-		for _, r := range pool.policy.reserved {
-			others = append(others, span{r, stateReserved})
+		reserved = pool.policy.reserved
+	}
+	for _, list := range []struct {
+		prefixes []netip.Prefix
+		state    int
+	}{{reserved, stateReserved}, {l.coolingSpans[pool], stateCooling}} {
+		for _, s := range overlapping(list.prefixes, q) {
+			if s.Bits() <= q.Bits() {
+				around = max(around, list.state)
+			} else {
+				inside = append(inside, span{s, list.state})
+			}
 		}
 	}
-	for _, c := range l.cooling[pool] {
-		others = append(others, span{c.prefix, stateCooling})
+	if len(inside) > allocations {
+		slices.SortStableFunc(inside, func(a, b span) int { return comparePrefixes(a.prefix, b.prefix) })
 	}
-	for _, s := range others {
-		switch {
-		case s.prefix.Bits() <= q.Bits() && s.prefix.Contains(q.Addr()):
-			around = max(around, s.state)
-		case s.prefix.Bits() > q.Bits() && q.Contains(s.prefix.Addr()):
-			inside = append(inside, s)
-		}
-	}
-	slices.SortStableFunc(inside, func(a, b span) int { return comparePrefixes(a.prefix, b.prefix) })
 	var out [stateAllocated + 1]addrCount
 	// The states at or below the span around q take none of its addresses.
 	for state := max(around+1, stateCooling); state <= stateAllocated; state++ {
@@ -219,8 +235,22 @@ func (l *ledger) outside(pool *record, q netip.Prefix) [stateAllocated + 1]addrC
 	return out
 }
 
+// overlapping returns the prefixes of list, disjoint and in address order,
+// that overlap q: a run that starts at the first one not wholly below q.
+func overlapping(list []netip.Prefix, q netip.Prefix) []netip.Prefix {
+	list = tailFrom(list, q.Addr())
+	end := lastAddr(q)
+	j := 0
+	for j < len(list) && !end.Less(list[j].Addr()) {
+		j++
+	}
+	return list[:j]
+}
+
 // usageOf returns how full an allocated pool is, from its kept counts and
-// a search for its largest free block.
+// a search for its largest free block. The search writes the pool's full
+// mark (largestFree), so usageOf changes the ledger: call it under the
+// controller's write lock, never a read lock.
 func (l *ledger) usageOf(pool *record) *poolUsage {
 	c, ok := l.figures[pool]
 	if !ok {
@@ -398,16 +428,16 @@ func (l *ledger) largestFree(pool *record) netip.Prefix {
 		}
 		return false
 	}
-	excluded := l.excluded(pool)
+	excluded := l.excluded(pool, cursor)
 	done := false
 	for _, block := range cover(p, cursor, nil) {
 		for q := range l.held.Overlapping(block) {
 			if q.Bits() <= p.Bits() {
 				continue // the pool and its chain
 			}
-			for !done && len(excluded) > 0 && excluded[0].Addr().Less(q.Addr()) {
-				done = step(excluded[0])
-				excluded = excluded[1:]
+			for !done && excluded.more() && excluded.first().Addr().Less(q.Addr()) {
+				done = step(excluded.first())
+				excluded.next()
 			}
 			if done = done || step(q); done {
 				break
@@ -417,9 +447,9 @@ func (l *ledger) largestFree(pool *record) netip.Prefix {
 			break
 		}
 	}
-	for !done && len(excluded) > 0 {
-		done = step(excluded[0])
-		excluded = excluded[1:]
+	for !done && excluded.more() {
+		done = step(excluded.first())
+		excluded.next()
 	}
 	if !done {
 		over = true

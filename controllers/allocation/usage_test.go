@@ -3,6 +3,7 @@ package allocation
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/diff"
 
 	networkingv1alpha1 "sigs.k8s.io/sample-generic-controlplane/apis/networking/v1alpha1"
+	"sigs.k8s.io/sample-generic-controlplane/apis/networking/validation"
 )
 
 func TestPoolStatus(t *testing.T) {
@@ -137,6 +139,73 @@ func TestPoolUsageAgreesWithItsCoolingList(t *testing.T) {
 	}
 }
 
+// A prefix pushed off a full cooling list (validation.MaxCoolingPrefixes)
+// is free at once, and first fit finds it: its release lowers the pool's
+// full mark to it. Once, nothing did, and a pool whose mark had passed it
+// said PoolExhausted while that prefix was free.
+func TestCoolingEvictionFreesForFirstFit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// waiter asks for a /25 while the pool is all allocated or
+		// cooling, and waits; else a claim asks after the eviction.
+		waiter bool
+		// readStatus reads the pool's figures (a status write) before
+		// the eviction, which moves its full mark.
+		readStatus bool
+	}{
+		{name: "a waiter gets the evicted prefix", waiter: true},
+		{name: "a later claim gets it, after a status write moved the mark", readStatus: true},
+		{name: "a waiter gets it, after a status write moved the mark", waiter: true, readStatus: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := testLedger()
+			l.sync(spec("org", 1, exact("10.0.0.0/16").delegable().withPolicy(poolPolicy{grace: time.Hour})))
+			org := l.claims["org"].records[exact("10.0.0.0/16").key]
+			const n = 512 // /25s in the /16: the pool is full
+			rv := uint64(2)
+			for i := range n {
+				l.sync(spec(fmt.Sprintf("c%03d", i), rv, pool("p", "org", 25)))
+				rv++
+			}
+			// The first 256 releases fill the cooling list.
+			for i := range validation.MaxCoolingPrefixes {
+				l.forget(fmt.Sprintf("c%03d", i), "")
+			}
+			want := netip.MustParsePrefix("10.0.0.0/25") // c000's, cooling longest
+			if len(l.cooling[org]) != validation.MaxCoolingPrefixes || l.cooling[org][0].prefix != want {
+				t.Fatalf("cooling list of %d, first %v; want %d, first %s", len(l.cooling[org]), l.cooling[org][0], validation.MaxCoolingPrefixes, want)
+			}
+			if tc.waiter {
+				l.sync(spec("x", rv, pool("p", "org", 25)))
+				rv++
+				if r := l.claims["x"].records[pool("p", "org", 25).key]; r.allocated {
+					t.Fatalf("x got %s from a pool all allocated or cooling", r.prefix)
+				}
+			}
+			if tc.readStatus {
+				if u := l.usageOf(org); u.free.Sign() != 0 {
+					t.Fatalf("free %s before the eviction, want 0", u.free)
+				}
+			}
+			// The 257th release pushes c000's /25 off the list.
+			l.forget(fmt.Sprintf("c%03d", validation.MaxCoolingPrefixes), "")
+			if slices.ContainsFunc(l.cooling[org], func(c cooled) bool { return c.prefix == want }) {
+				t.Fatalf("%s still cools", want)
+			}
+			name := "x"
+			if !tc.waiter {
+				l.sync(spec("y", rv, pool("p", "org", 25)))
+				name = "y"
+			}
+			r := l.claims[name].records[pool("p", "org", 25).key]
+			if !r.allocated || r.prefix != want {
+				t.Errorf("%s: allocated %t, prefix %s, reason %s; want %s, free since its eviction", name, r.allocated, r.prefix, r.reason, want)
+			}
+			checkKeptUsage(t, tc.name, l)
+		})
+	}
+}
+
 // The figures kept as records come and go agree with a count from scratch
 // after every step, however the spans inside the pool nest: records inside
 // records, allocations inside reservations, cooling taken back by its
@@ -211,6 +280,47 @@ func TestKeptPoolUsage(t *testing.T) {
 			pool := l.claims["org"].records[tc.pool.key]
 			if got := describeUsage(l.usageOf(pool)); got != tc.want {
 				t.Errorf("usage %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// A restore keeps only the cooling prefixes its figures can count: strictly
+// inside the pool, canonical, and overlapping no other kept one, so that a
+// bad status cannot make the pool's free count wrap around.
+func TestCoolingInside(t *testing.T) {
+	at := func(s string, claim string) cooled {
+		return cooled{prefix: netip.MustParsePrefix(s), claim: claim, until: t0}
+	}
+	for _, tc := range []struct {
+		name     string
+		list     []cooled
+		want     []cooled
+		prefixes []netip.Prefix
+	}{{
+		name:     "good entries stay, in the list's order",
+		list:     []cooled{at("10.0.1.0/24", "a"), at("10.0.0.0/24", "b")},
+		want:     []cooled{at("10.0.1.0/24", "a"), at("10.0.0.0/24", "b")},
+		prefixes: prefixes("10.0.0.0/24", "10.0.1.0/24"),
+	}, {
+		name:     "the pool itself, larger or outside: dropped",
+		list:     []cooled{at("10.0.0.0/16", "a"), at("10.0.0.0/8", "b"), at("11.0.0.0/24", "c"), at("fd00::/64", "d"), at("10.0.2.0/24", "e")},
+		want:     []cooled{at("10.0.2.0/24", "e")},
+		prefixes: prefixes("10.0.2.0/24"),
+	}, {
+		name:     "not canonical: dropped",
+		list:     []cooled{at("10.0.3.1/24", "a")},
+		prefixes: nil,
+	}, {
+		name:     "overlapping: the outer one stays, a duplicate once",
+		list:     []cooled{at("10.0.4.0/25", "a"), at("10.0.4.0/24", "b"), at("10.0.4.128/25", "c"), at("10.0.4.0/24", "d")},
+		want:     []cooled{at("10.0.4.0/24", "b")},
+		prefixes: prefixes("10.0.4.0/24"),
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, prefixes := coolingInside(netip.MustParsePrefix("10.0.0.0/16"), tc.list)
+			if !slices.Equal(got, tc.want) || !slices.Equal(prefixes, tc.prefixes) {
+				t.Errorf("coolingInside = %v, %v; want %v, %v", got, prefixes, tc.want, tc.prefixes)
 			}
 		})
 	}
