@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	clientv1alpha1 "sigs.k8s.io/sample-generic-controlplane/client/clientset/versioned/typed/networking/v1alpha1"
 )
@@ -28,7 +31,7 @@ type uiFigures struct {
 	// skipped says why they were not measured (no browser).
 	skipped string
 	// ready is from the exec of registry ui to its first view of the
-	// registry (it lists and indexes every claim).
+	// registry (it lists and indexes every claim), asked over HTTP.
 	ready time.Duration
 	// firstView is, per page load, from the navigation's start to the
 	// pools and the tree on screen, as the browser's clock says.
@@ -82,6 +85,25 @@ func measureUI(ctx context.Context, o options, kubeconfig string, claims clientv
 		}
 	}()
 
+	// Ready: the server has read the registry. Asked over HTTP before the
+	// browser starts, so that the browser's start is not part of it.
+	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var ov struct{ State string }
+		resp, err := http.Get(url + "api/overview")
+		if err != nil {
+			return false, nil // not listening yet
+		}
+		defer resp.Body.Close() //nolint:errcheck
+		if err := json.NewDecoder(resp.Body).Decode(&ov); err != nil {
+			return false, err
+		}
+		return ov.State == "Ready", nil
+	})
+	if err != nil {
+		return f, fmt.Errorf("registry ui's first view of the registry: %w", err)
+	}
+	f.ready = time.Since(start)
+
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	defer cancelAlloc()
@@ -90,16 +112,6 @@ func measureUI(ctx context.Context, o options, kubeconfig string, claims clientv
 	if err := chromedp.Do(browser); err != nil {
 		return f, fmt.Errorf("starting %s: %w", chromium, err)
 	}
-
-	// Ready: the server answers with the registry read.
-	if err := chromedp.Do(browser, chromedp.Navigate(url)); err != nil {
-		return f, err
-	}
-	if _, err := chromedp.Run(browser, chromedp.Poll[chromedp.Void](`document.getElementById('registry').hidden === false`,
-		chromedp.WithPollingTimeout(5*time.Minute), chromedp.WithPollingInterval(5*time.Millisecond))); err != nil {
-		return f, fmt.Errorf("registry ui's first view: %w", err)
-	}
-	f.ready = time.Since(start)
 
 	const onScreen = `document.querySelectorAll('#pools tbody tr').length > 0 && document.querySelectorAll('#tree [role="treeitem"]').length > 0 ? performance.now() : 0`
 	for range uiSamples {
@@ -152,7 +164,7 @@ func reportUI(f uiFigures, claims int) {
 	if median(f.firstView) > goalFirstView {
 		met = "missed"
 	}
-	fmt.Printf("%-58s %9s\n", "registry ui started to the registry on the page", ms(f.ready))
+	fmt.Printf("%-58s %9s\n", "registry ui exec to its view of the registry built", ms(f.ready))
 	fmt.Printf("%-58s %9s  (median of %d; goal %s: %s)\n", "page load to the pools and the tree on screen", ms(median(f.firstView)), len(f.firstView), ms(goalFirstView), met)
 	fmt.Printf("%-58s %9s  (median of %d; goal 1000 ms)\n", "claim created to the open page counting it, no reload", ms(median(f.live)), len(f.live))
 }
